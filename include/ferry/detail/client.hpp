@@ -1,0 +1,234 @@
+// Ferry: Client<B>, one device's op queue, worker and interpreter (internal).
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <oneapi/tbb/task_arena.h>
+
+#include <condition_variable>
+#include <cstddef>
+#include <deque>
+#include <exception>
+#include <future>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <utility>
+
+#include "ferry/interpreter.hpp"
+#include "ferry/ir.hpp"
+
+namespace ferry {
+
+/// How a router runs ops. Async: each device has an ordered queue and a worker thread, devices
+/// run in parallel, submission returns at once. Inline: each op runs in the calling thread
+/// before the call returns (the reference mode, and the easiest to debug).
+enum class Execution : std::uint8_t { Async, Inline };
+
+struct RouterOptions {
+  Execution execution = Execution::Async;
+  /// Ops a device queue holds before a submitting thread blocks (async mode).
+  std::size_t queue_capacity = 1024;
+  /// oneTBB threads each device's kernels may use (its own task_arena); 0 = cores / devices.
+  int threads_per_device = 0;
+};
+
+namespace detail {
+
+/// One half of a cross-device move in async mode: the source worker fulfils it with the handle
+/// copied into the target's memory, the target worker waits for it and registers the handle.
+template <class Handle>
+struct Transfer {
+  std::promise<Handle> promise;
+  std::shared_future<Handle> future = promise.get_future().share();
+};
+
+template <Backend B>
+class Client {
+ public:
+  using Device = typename B::Device;
+  using Handle = typename Interpreter<B>::Handle;
+
+  struct Task {
+    enum class Role : std::uint8_t { run, send, receive };
+    Task() = default;
+    explicit Task(Op o, Role r = Role::run, std::shared_ptr<Transfer<Handle>> x = nullptr,
+                  const Device* t = nullptr)
+        : op(std::move(o)), role(r), xfer(std::move(x)), target(t) {}
+    Op op;
+    Role role = Role::run;
+    std::shared_ptr<Transfer<Handle>> xfer;
+    const Device* target = nullptr;
+  };
+
+  Client(B& backend, Device device, const RouterOptions& opts, int threads)
+      : interp_(backend, std::move(device)), opts_(opts) {
+    if (opts_.execution == Execution::Async) {
+#ifndef FERRY_SERIAL_KERNELS
+      arena_.emplace(threads);
+#else
+      (void)threads;
+#endif
+      worker_ = std::thread([this] { work(); });
+    }
+  }
+  Client(const Client&) = delete;
+  Client& operator=(const Client&) = delete;
+  ~Client() { stop(); }
+
+  [[nodiscard]] const Device& device() const noexcept { return interp_.device(); }
+  [[nodiscard]] bool is_async() const noexcept { return opts_.execution == Execution::Async; }
+
+  /// Inline: runs the task now and rethrows its error. Async: queues it (blocking while the
+  /// queue is full) and returns.
+  void submit(Task t) {
+    if (!is_async()) {
+      std::lock_guard lk(exec_mu_);
+      run(t);
+      return;
+    }
+    std::unique_lock lk(q_mu_);
+    not_full_.wait(lk, [&] { return q_.size() < opts_.queue_capacity; });
+    q_.push_back(std::move(t));
+    ++pending_;
+    not_empty_.notify_one();
+  }
+
+  /// Waits until every task submitted so far has run; throws the first error this device hit
+  /// since the last sync (and clears it).
+  void sync() {
+    if (is_async()) {
+      std::unique_lock lk(q_mu_);
+      idle_.wait(lk, [&] { return pending_ == 0; });
+    }
+    std::lock_guard lk(exec_mu_);
+    if (first_error_) {
+      auto e = std::exchange(first_error_, nullptr);
+      std::rethrow_exception(e);
+    }
+  }
+
+  [[nodiscard]] DeviceStats stats() {
+    std::lock_guard lk(exec_mu_);
+    DeviceStats s = interp_.stats();
+    s.live_tensors = interp_.registry().size();
+    s.live_bytes = interp_.registry().bytes();
+    return s;
+  }
+
+  /// Runs `f(interpreter)` under the device's lock (tests and introspection).
+  template <class F>
+  decltype(auto) with_interpreter(F&& f) {
+    std::lock_guard lk(exec_mu_);
+    return f(interp_);
+  }
+
+ private:
+  void run(Task& t) {
+    switch (t.role) {
+      case Task::Role::run:
+        interp_.execute(t.op);
+        return;
+      case Task::Role::send: {
+        auto& o = std::get<op::ToDevice>(t.op);
+        try {
+          t.xfer->promise.set_value(interp_.send(o, *t.target));
+        } catch (...) {
+          t.xfer->promise.set_exception(std::current_exception());
+          throw;
+        }
+        return;
+      }
+      case Task::Role::receive: {
+        auto& o = std::get<op::ToDevice>(t.op);
+        interp_.register_tensor_to_device(o.out.id, t.xfer->future.get(), &o.out);
+        return;
+      }
+    }
+  }
+
+  // A failed op marks its output so that users of it fail with this message, and keeps the
+  // first error for the next sync. Reads hand their error to the waiting reader instead.
+  void fail(Task& t, std::exception_ptr e) {
+    std::string what = "unknown error";
+    try {
+      std::rethrow_exception(e);
+    } catch (const std::exception& x) {
+      what = x.what();
+    } catch (...) {
+    }
+    if (auto* rd = std::get_if<op::Read>(&t.op)) {
+      rd->slot->promise.set_exception(e);
+      return;
+    }
+    const TensorRef* out = op_output(t.op);
+    if (out && t.role != Task::Role::send) {
+      // An already-"failed" input passes its original message through unchanged.
+      const bool inherited = what.starts_with("[ferry.failed]");
+      interp_.mark_failed(out->id, inherited ? what
+                                             : fmt::format("op '{}' on device {} failed: {}",
+                                                           op_name(t.op), interp_.device(), what));
+    }
+    if (!first_error_) first_error_ = e;
+  }
+
+  void work() {
+    for (;;) {
+      Task t;
+      {
+        std::unique_lock lk(q_mu_);
+        not_empty_.wait(lk, [&] { return stopping_ || !q_.empty(); });
+        if (q_.empty()) return;  // stopping and drained
+        t = std::move(q_.front());
+        q_.pop_front();
+        not_full_.notify_one();
+      }
+      // A receive waits for its send outside the lock; the send was queued before it, so
+      // this wait always ends (see docs/execution.md for why no cycle can form).
+      if (t.role == Task::Role::receive) t.xfer->future.wait();
+      {
+        std::lock_guard lk(exec_mu_);
+        try {
+#ifndef FERRY_SERIAL_KERNELS
+          arena_->execute([&] { run(t); });
+#else
+          run(t);
+#endif
+        } catch (...) {
+          fail(t, std::current_exception());
+        }
+      }
+      {
+        std::lock_guard lk(q_mu_);
+        if (--pending_ == 0) idle_.notify_all();
+      }
+    }
+  }
+
+  void stop() {
+    if (!worker_.joinable()) return;
+    {
+      std::lock_guard lk(q_mu_);
+      stopping_ = true;
+    }
+    not_empty_.notify_all();
+    worker_.join();
+  }
+
+  Interpreter<B> interp_;
+  RouterOptions opts_;
+  std::mutex exec_mu_;  // guards interp_ and first_error_
+  std::exception_ptr first_error_;
+
+  std::mutex q_mu_;  // guards q_, pending_, stopping_
+  std::condition_variable not_empty_, not_full_, idle_;
+  std::deque<Task> q_;
+  std::size_t pending_ = 0;
+  bool stopping_ = false;
+  std::optional<tbb::task_arena> arena_;
+  std::thread worker_;
+};
+
+}  // namespace detail
+}  // namespace ferry

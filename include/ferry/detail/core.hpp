@@ -1,0 +1,127 @@
+// Ferry: RouterCore<B>, the shared state behind a Router and its Tensors (internal).
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <atomic>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "ferry/backend.hpp"
+#include "ferry/detail/client.hpp"
+#include "ferry/error.hpp"
+#include "ferry/ir.hpp"
+
+namespace ferry::detail {
+
+/// Owns the backend and one Client per device. Tensors hold it through a shared_ptr, so it
+/// lives until the router and every tensor are gone; its destructor drains the queues.
+template <Backend B>
+class RouterCore {
+ public:
+  using Device = typename B::Device;
+  using Client = detail::Client<B>;
+  using Task = typename Client::Task;
+
+  RouterCore(B backend, std::vector<Device> devices, RouterOptions opts)
+      : backend_(std::move(backend)), devices_(std::move(devices)), opts_(opts) {
+    if (devices_.empty())
+      raise<DeviceError>("device", "a router needs at least one device (backend '{}')", B::name());
+    for (std::size_t i = 0; i < devices_.size(); ++i)
+      for (std::size_t j = 0; j < i; ++j)
+        if (devices_[i] == devices_[j])
+          raise<DeviceError>("device", "device {} is listed twice", devices_[i]);
+    if (opts_.queue_capacity == 0) opts_.queue_capacity = 1;
+    int threads = opts_.threads_per_device;
+    if (threads <= 0) {
+      const auto hw = std::max(1u, std::thread::hardware_concurrency());
+      threads = static_cast<int>(std::max<std::size_t>(1, hw / devices_.size()));
+    }
+    clients_.reserve(devices_.size());
+    for (const auto& d : devices_)
+      clients_.push_back(std::make_unique<Client>(backend_, d, opts_, threads));
+  }
+  RouterCore(const RouterCore&) = delete;
+  RouterCore& operator=(const RouterCore&) = delete;
+  ~RouterCore() {
+    // Workers drain their queues concurrently (a receive may wait on another device's send),
+    // then stop; destroying the interpreters frees every handle left.
+    clients_.clear();
+  }
+
+  [[nodiscard]] B& backend() noexcept { return backend_; }
+  [[nodiscard]] const std::vector<Device>& devices() const noexcept { return devices_; }
+  [[nodiscard]] const RouterOptions& options() const noexcept { return opts_; }
+  [[nodiscard]] const Device& device(std::size_t i) const noexcept { return devices_[i]; }
+  [[nodiscard]] Client& client(std::size_t i) noexcept { return *clients_[i]; }
+
+  [[nodiscard]] std::size_t index_of(const Device& d, const char* op) const {
+    for (std::size_t i = 0; i < devices_.size(); ++i)
+      if (devices_[i] == d) return i;
+    raise<DeviceError>("device", "{}: device {} is not one of this router's devices [{}]", op, d,
+                       fmt::join(devices_, ", "));
+  }
+
+  [[nodiscard]] TensorId new_id() noexcept {
+    return next_id_.fetch_add(1, std::memory_order_relaxed);
+  }
+
+  void submit(std::size_t dev, Op op) { clients_[dev]->submit(Task{std::move(op)}); }
+
+  /// Moves a tensor between devices: the send is queued on the source before the receive is
+  /// queued on the target, which is what keeps concurrent moves free of wait cycles.
+  void move(op::ToDevice op) {
+    using Handle = typename Client::Handle;
+    auto xfer = std::make_shared<Transfer<Handle>>();
+    const std::size_t from = op.from, to = op.to;
+    clients_[from]->submit(Task{op, Task::Role::send, xfer, &devices_[to]});
+    clients_[to]->submit(Task{std::move(op), Task::Role::receive, xfer, nullptr});
+  }
+
+  /// Reads a tensor's contents once its device has produced it.
+  [[nodiscard]] ReadResult read(std::size_t dev, TensorRef in) {
+    auto slot = std::make_shared<ReadSlot>();
+    auto fut = slot->promise.get_future();
+    submit(dev, op::Read{std::move(in), slot});
+    return fut.get();
+  }
+
+  /// Called from a Tensor's destructor: never throws.
+  void drop(std::size_t dev, TensorRef in) noexcept {
+    try {
+      submit(dev, op::Drop{std::move(in)});
+    } catch (...) {
+      // A drop can only fail if the process is out of memory; the handle is then freed when
+      // the router goes away.
+    }
+  }
+
+  void sync(std::size_t dev) { clients_[dev]->sync(); }
+  void sync_all() {
+    // Wait for every device before reporting the first error, so that one failure does not
+    // leave other devices' work unsynced.
+    std::exception_ptr first;
+    for (auto& c : clients_) {
+      try {
+        c->sync();
+      } catch (...) {
+        if (!first) first = std::current_exception();
+      }
+    }
+    if (first) std::rethrow_exception(first);
+  }
+  [[nodiscard]] DeviceStats stats(std::size_t dev) { return clients_[dev]->stats(); }
+
+ private:
+  B backend_;
+  std::vector<Device> devices_;
+  RouterOptions opts_;
+  std::vector<std::unique_ptr<Client>> clients_;
+  std::atomic<TensorId> next_id_{1};
+};
+
+}  // namespace ferry::detail

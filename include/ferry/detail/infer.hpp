@@ -1,0 +1,157 @@
+// Ferry: shape and dtype inference and checks that the router runs before recording an op
+// (internal). Errors here are thrown at the call, before anything is queued.
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "ferry/dtype.hpp"
+#include "ferry/error.hpp"
+#include "ferry/params.hpp"
+#include "ferry/shape.hpp"
+
+namespace ferry::detail {
+
+/// numpy broadcasting of two shapes.
+inline Shape broadcast(const char* op, const Shape& a, const Shape& b) {
+  const std::size_t r = std::max(a.rank(), b.rank());
+  std::vector<std::int64_t> out(r);
+  for (std::size_t i = 0; i < r; ++i) {
+    const std::int64_t x = i < r - a.rank() ? 1 : a[i - (r - a.rank())];
+    const std::int64_t y = i < r - b.rank() ? 1 : b[i - (r - b.rank())];
+    if (x != y && x != 1 && y != 1)
+      raise<ShapeError>("shape", "{}: shapes {} and {} cannot be broadcast (dim {}: {} vs {})", op,
+                        a, b, i, x, y);
+    out[i] = x == 1 ? y : x;
+  }
+  return Shape(std::move(out));
+}
+
+inline void same_dtype(const char* op, DType a, DType b) {
+  if (a != b)
+    raise<DTypeError>("dtype", "{}: operand dtypes differ ({} and {}); cast one with cast() first",
+                      op, a, b);
+}
+
+inline void not_quantized(const char* op, DType d) {
+  if (d == DType::quantized)
+    raise<DTypeError>(
+        "dtype", "{}: operand is quantized; dequantize() it first or use the q_ form of the op",
+        op);
+}
+
+inline void want_kind(const char* op, DType d, std::initializer_list<Kind> kinds,
+                      const char* what) {
+  not_quantized(op, d);
+  for (Kind k : kinds)
+    if (kind_of(d) == k) return;
+  raise<DTypeError>("dtype", "{}: needs {} operands, got {}", op, what, d);
+}
+
+/// Output shape of a reduction along `dim` (all dims when empty).
+inline Shape reduced(const Shape& s, std::optional<std::size_t> dim, bool keepdim) {
+  std::vector<std::int64_t> out;
+  for (std::size_t i = 0; i < s.rank(); ++i) {
+    const bool r = !dim || *dim == i;
+    if (!r)
+      out.push_back(s[i]);
+    else if (keepdim)
+      out.push_back(1);
+  }
+  return Shape(std::move(out));
+}
+
+/// Resolves one -1 in a reshape target and checks the element count.
+inline Shape reshape_target(const char* op, const Shape& from, const Shape& to) {
+  std::vector<std::int64_t> d = to.dims();
+  std::int64_t known = 1;
+  std::optional<std::size_t> infer;
+  for (std::size_t i = 0; i < d.size(); ++i) {
+    if (d[i] == -1 && !infer)
+      infer = i;
+    else if (d[i] < 0)
+      raise<ShapeError>("shape", "{}: target shape {} has an invalid dim {}", op, to, d[i]);
+    else
+      known *= d[i];
+  }
+  if (infer) {
+    if (known == 0 || from.numel() % known != 0)
+      raise<ShapeError>("shape", "{}: cannot reshape {} ({} elements) to {}", op, from,
+                        from.numel(), to);
+    d[*infer] = from.numel() / known;
+  }
+  Shape out(std::move(d));
+  if (out.numel() != from.numel())
+    raise<ShapeError>("shape", "{}: cannot reshape {} ({} elements) to {} ({} elements)", op, from,
+                      from.numel(), out, out.numel());
+  return out;
+}
+
+/// Checks a permutation of 0..rank-1 (negative entries count from the end).
+inline std::vector<std::size_t> permutation(const char* op, const Shape& s,
+                                            std::span<const std::int64_t> perm) {
+  if (perm.size() != s.rank())
+    raise<IndexError>("axis", "{}: permutation [{}] has {} entries for shape {} of rank {}", op,
+                      fmt::join(perm, ", "), perm.size(), s, s.rank());
+  std::vector<std::size_t> p(perm.size());
+  std::vector<bool> seen(perm.size(), false);
+  for (std::size_t i = 0; i < perm.size(); ++i) {
+    p[i] = s.axis(perm[i], op);
+    if (seen[p[i]])
+      raise<IndexError>("axis", "{}: permutation [{}] repeats axis {}", op, fmt::join(perm, ", "),
+                        p[i]);
+    seen[p[i]] = true;
+  }
+  return p;
+}
+
+inline std::vector<std::size_t> distinct_axes(const char* op, const Shape& s,
+                                              std::span<const std::int64_t> axes) {
+  std::vector<std::size_t> out;
+  for (auto a : axes) {
+    const auto n = s.axis(a, op);
+    if (std::find(out.begin(), out.end(), n) != out.end())
+      raise<IndexError>("axis", "{}: axis {} is given twice", op, a);
+    out.push_back(n);
+  }
+  return out;
+}
+
+/// Normalises python-style slice ranges (negative start/end count from the end, clamped to
+/// the dim; fewer ranges than dims means whole dims).
+inline std::vector<Range> normalise_ranges(const char* op, const Shape& s,
+                                           std::span<const Range> ranges) {
+  if (ranges.size() > s.rank())
+    raise<IndexError>("axis", "{}: {} ranges for shape {} of rank {}", op, ranges.size(), s,
+                      s.rank());
+  std::vector<Range> out(s.rank());
+  for (std::size_t i = 0; i < s.rank(); ++i) {
+    if (i >= ranges.size()) {
+      out[i] = Range{0, s[i], 1};
+      continue;
+    }
+    Range r = ranges[i];
+    if (r.step < 1) raise<IndexError>("range", "{}: step {} on dim {} must be >= 1", op, r.step, i);
+    auto fix = [&](std::int64_t v) {
+      return std::clamp(v < 0 ? v + s[i] : v, std::int64_t{0}, s[i]);
+    };
+    r.start = fix(r.start);
+    r.end = std::max(fix(r.end), r.start);
+    out[i] = r;
+  }
+  return out;
+}
+
+inline Shape sliced(const Shape& s, std::span<const Range> r) {
+  std::vector<std::int64_t> d(s.rank());
+  for (std::size_t i = 0; i < s.rank(); ++i) d[i] = r[i].size();
+  return Shape(std::move(d));
+}
+
+}  // namespace ferry::detail

@@ -1,0 +1,17 @@
+// Ferry: the umbrella header — everything a user needs, with the EigenCpu reference backend.
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include "ferry/backend.hpp"
+#include "ferry/data.hpp"
+#include "ferry/dtype.hpp"
+#include "ferry/error.hpp"
+#include "ferry/interpreter.hpp"
+#include "ferry/ir.hpp"
+#include "ferry/ops.hpp"
+#include "ferry/params.hpp"
+#include "ferry/quant.hpp"
+#include "ferry/registry.hpp"
+#include "ferry/router.hpp"
+#include "ferry/shape.hpp"
+#include "ferry/tensor.hpp"

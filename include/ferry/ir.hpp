@@ -1,0 +1,414 @@
+// Ferry: the IR — one plain struct per operation family, held in `ferry::Op`.
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "ferry/data.hpp"
+#include "ferry/dtype.hpp"
+#include "ferry/params.hpp"
+#include "ferry/quant/parts.hpp"
+#include "ferry/shape.hpp"
+
+namespace ferry {
+
+/// Tensor ids are a per-router 64-bit counter and never reused, so a stale id can never name a
+/// newer tensor (the registry reports it as unknown instead).
+using TensorId = std::uint64_t;
+
+/// How an op may use an operand's handle. ReadWrite: the caller held the tensor once and gave
+/// it up, so the registry hands the handle over and the kernel may reuse its buffer. ReadOnly:
+/// other tensors still hold it, so the kernel gets a shared copy and must leave it unchanged.
+enum class Access : std::uint8_t { ReadOnly, ReadWrite };
+
+/// An operand or a result as the IR sees it: which tensor, what it looks like, how it is used.
+struct TensorRef {
+  TensorRef() = default;
+  TensorRef(TensorId i, Shape s, DType d, Access a = Access::ReadOnly,
+            std::shared_ptr<const quant::Scheme> sch = nullptr)
+      : id(i), shape(std::move(s)), dtype(d), access(a), scheme(std::move(sch)) {}
+
+  TensorId id = 0;
+  Shape shape;
+  DType dtype = DType::f32;
+  Access access = Access::ReadOnly;
+  /// The scheme of a quantized tensor (dtype == quantized); null for plain tensors.
+  std::shared_ptr<const quant::Scheme> scheme;
+};
+
+// X-lists of the op kinds: one place that names each kernel. The backend kernel has the same
+// name (`b.add(x, y)`, `b.add_scalar(x, s)`, `b.sum(x, dim, keepdim)`).
+#define FERRY_UNARY_KINDS(X) \
+  X(neg)                     \
+  X(abs) X(relu) X(exp) X(log) X(sqrt) X(sin) X(cos) X(tanh) X(sigmoid) X(gelu) X(logical_not)
+#define FERRY_ARITH_KINDS(X) X(add) X(sub) X(mul) X(div) X(pow) X(maximum) X(minimum) X(remainder)
+#define FERRY_COMPARE_KINDS(X) \
+  X(equal) X(not_equal) X(greater) X(greater_equal) X(less) X(less_equal)
+#define FERRY_LOGICAL_KINDS(X) X(logical_and) X(logical_or)
+#define FERRY_REDUCE_KINDS(X) X(sum) X(prod) X(mean) X(max) X(min) X(argmax) X(argmin)
+
+#define FERRY_DETAIL_ENUM(n) n,
+#define FERRY_DETAIL_NAME(n) #n,
+enum class UnaryKind : std::uint8_t { FERRY_UNARY_KINDS(FERRY_DETAIL_ENUM) };
+enum class BinaryKind : std::uint8_t {
+  FERRY_ARITH_KINDS(FERRY_DETAIL_ENUM) FERRY_COMPARE_KINDS(FERRY_DETAIL_ENUM)
+      FERRY_LOGICAL_KINDS(FERRY_DETAIL_ENUM)
+};
+enum class ReduceKind : std::uint8_t { FERRY_REDUCE_KINDS(FERRY_DETAIL_ENUM) };
+
+[[nodiscard]] inline const char* name(UnaryKind k) noexcept {
+  static constexpr const char* n[] = {FERRY_UNARY_KINDS(FERRY_DETAIL_NAME)};
+  return n[static_cast<std::size_t>(k)];
+}
+[[nodiscard]] inline const char* name(BinaryKind k) noexcept {
+  static constexpr const char* n[] = {FERRY_ARITH_KINDS(FERRY_DETAIL_NAME) FERRY_COMPARE_KINDS(
+      FERRY_DETAIL_NAME) FERRY_LOGICAL_KINDS(FERRY_DETAIL_NAME)};
+  return n[static_cast<std::size_t>(k)];
+}
+[[nodiscard]] inline const char* name(ReduceKind k) noexcept {
+  static constexpr const char* n[] = {FERRY_REDUCE_KINDS(FERRY_DETAIL_NAME)};
+  return n[static_cast<std::size_t>(k)];
+}
+[[nodiscard]] constexpr bool is_comparison(BinaryKind k) noexcept {
+  return k >= BinaryKind::equal && k <= BinaryKind::less_equal;
+}
+[[nodiscard]] constexpr bool is_logical(BinaryKind k) noexcept {
+  return k == BinaryKind::logical_and || k == BinaryKind::logical_or;
+}
+
+/// Where a Read op delivers its result; the reader waits on it.
+struct ReadSlot;
+
+/// The op structs. Every router action is one of these, so a stream can be queued, traced,
+/// replayed or sent elsewhere. `out` is the result's ref; its shape and dtype were inferred
+/// (and the inputs checked) by the router before the op was recorded.
+namespace op {
+struct FromData {
+  static constexpr const char* name = "from_data";
+  TensorData data;
+  TensorRef out;
+};
+struct Full {
+  static constexpr const char* name = "full";
+  Scalar value;
+  TensorRef out;
+};
+struct Arange {
+  static constexpr const char* name = "arange";
+  Scalar start, step;
+  TensorRef out;
+};
+struct Random {
+  static constexpr const char* name = "random";
+  Distribution dist;
+  std::uint64_t seed = 0;
+  TensorRef out;
+};
+struct Unary {
+  UnaryKind kind;
+  TensorRef in, out;
+};
+struct Binary {
+  BinaryKind kind;
+  TensorRef lhs, rhs, out;
+};
+struct BinaryScalar {
+  BinaryKind kind;
+  TensorRef lhs;
+  Scalar rhs;
+  TensorRef out;
+};
+struct Clamp {
+  static constexpr const char* name = "clamp";
+  TensorRef in;
+  Scalar lo, hi;
+  TensorRef out;
+};
+struct Where {
+  static constexpr const char* name = "where";
+  TensorRef mask, a, b, out;
+};
+struct Cast {
+  static constexpr const char* name = "cast";
+  TensorRef in, out;
+};
+struct Reduce {
+  ReduceKind kind;
+  TensorRef in;
+  std::optional<std::size_t> dim;
+  bool keepdim = false;
+  TensorRef out;
+};
+struct Matmul {
+  static constexpr const char* name = "matmul";
+  TensorRef lhs, rhs, out;
+};
+struct Reshape {
+  static constexpr const char* name = "reshape";
+  TensorRef in, out;
+};
+struct Permute {
+  static constexpr const char* name = "permute";
+  TensorRef in;
+  std::vector<std::size_t> perm;
+  TensorRef out;
+};
+struct Flip {
+  static constexpr const char* name = "flip";
+  TensorRef in;
+  std::vector<std::size_t> axes;
+  TensorRef out;
+};
+struct Expand {
+  static constexpr const char* name = "expand";
+  TensorRef in, out;
+};
+struct Slice {
+  static constexpr const char* name = "slice";
+  TensorRef in;
+  std::vector<Range> ranges;
+  TensorRef out;
+};
+struct SliceAssign {
+  static constexpr const char* name = "slice_assign";
+  TensorRef in;
+  std::vector<Range> ranges;
+  TensorRef value, out;
+};
+struct Cat {
+  static constexpr const char* name = "cat";
+  std::vector<TensorRef> ins;
+  std::size_t dim = 0;
+  TensorRef out;
+};
+struct Gather {
+  static constexpr const char* name = "gather";
+  TensorRef in;
+  std::size_t dim = 0;
+  TensorRef index, out;
+};
+struct IndexSelect {
+  static constexpr const char* name = "index_select";
+  TensorRef in;
+  std::size_t dim = 0;
+  TensorRef index, out;
+};
+struct Repeat {
+  static constexpr const char* name = "repeat";
+  TensorRef in;
+  std::vector<std::int64_t> times;
+  TensorRef out;
+};
+
+// Quantized ops. Scales/offsets given by the user travel in the op (they are small).
+struct Quantize {
+  static constexpr const char* name = "quantize";
+  TensorRef in;
+  quant::Scheme scheme;
+  std::vector<float> scales;
+  std::vector<std::int32_t> offsets;
+  TensorRef out;
+};
+struct QuantizeDynamic {
+  static constexpr const char* name = "quantize_dynamic";
+  TensorRef in;
+  quant::Scheme scheme;
+  TensorRef out;
+};
+struct Dequantize {
+  static constexpr const char* name = "dequantize";
+  TensorRef in, out;
+};
+struct QFromParts {
+  static constexpr const char* name = "q_from_parts";
+  quant::QuantizedParts parts;
+  TensorRef out;
+};
+struct QReshape {
+  static constexpr const char* name = "q_reshape";
+  TensorRef in, out;
+};
+struct QPermute {
+  static constexpr const char* name = "q_permute";
+  TensorRef in;
+  std::vector<std::int64_t> perm;
+  TensorRef out;
+};
+struct QFlip {
+  static constexpr const char* name = "q_flip";
+  TensorRef in;
+  std::vector<std::int64_t> axes;
+  TensorRef out;
+};
+struct QSlice {
+  static constexpr const char* name = "q_slice";
+  TensorRef in;
+  std::vector<std::pair<std::int64_t, std::int64_t>> ranges;
+  TensorRef out;
+};
+struct QMatmul {
+  static constexpr const char* name = "q_matmul";
+  TensorRef lhs, rhs, out;
+};
+
+// Runtime ops.
+struct Read {
+  static constexpr const char* name = "read";
+  TensorRef in;
+  std::shared_ptr<ReadSlot> slot;
+};
+/// Moves `in` from device `from` to device `to` as `out` (a new id on the target). The router
+/// runs it in two halves: the source takes the handle out and copies it to the target device,
+/// then the target registers it.
+struct ToDevice {
+  static constexpr const char* name = "to_device";
+  TensorRef in;
+  std::size_t from = 0, to = 0;
+  TensorRef out;
+};
+struct Drop {
+  static constexpr const char* name = "drop";
+  TensorRef in;
+};
+}  // namespace op
+
+using Op =
+    std::variant<op::FromData, op::Full, op::Arange, op::Random, op::Unary, op::Binary,
+                 op::BinaryScalar, op::Clamp, op::Where, op::Cast, op::Reduce, op::Matmul,
+                 op::Reshape, op::Permute, op::Flip, op::Expand, op::Slice, op::SliceAssign,
+                 op::Cat, op::Gather, op::IndexSelect, op::Repeat, op::Quantize,
+                 op::QuantizeDynamic, op::Dequantize, op::QFromParts, op::QReshape, op::QPermute,
+                 op::QFlip, op::QSlice, op::QMatmul, op::Read, op::ToDevice, op::Drop>;
+
+/// The op's name as messages and traces show it ("add", "sum", "to_device", ...).
+[[nodiscard]] inline const char* op_name(const Op& o) noexcept {
+  return std::visit(
+      []<class T>(const T& x) -> const char* {
+        if constexpr (requires { x.kind; })
+          return name(x.kind);
+        else
+          return T::name;
+      },
+      o);
+}
+
+/// Calls `f(ref)` for each tensor an op reads, in a fixed order.
+template <class T, class F>
+void for_each_input(const T& x, F&& f) {
+  if constexpr (requires { x.in; }) f(x.in);
+  if constexpr (requires { x.lhs; }) f(x.lhs);
+  if constexpr (requires { x.rhs.id; }) f(x.rhs);
+  if constexpr (requires { x.mask; }) {
+    f(x.mask);
+    f(x.a);
+    f(x.b);
+  }
+  if constexpr (requires { x.value.id; }) f(x.value);
+  if constexpr (requires { x.index; }) f(x.index);
+  if constexpr (requires { x.ins; })
+    for (const auto& r : x.ins) f(r);
+}
+/// Refs of the tensors an op reads, for traces, stats and failure marking.
+[[nodiscard]] inline std::vector<const TensorRef*> op_inputs(const Op& o) {
+  std::vector<const TensorRef*> v;
+  std::visit(
+      [&](const auto& x) { for_each_input(x, [&](const TensorRef& r) { v.push_back(&r); }); }, o);
+  return v;
+}
+[[nodiscard]] inline const TensorRef* op_output(const Op& o) noexcept {
+  return std::visit(
+      [](const auto& x) -> const TensorRef* {
+        if constexpr (requires { x.out; })
+          return &x.out;
+        else
+          return nullptr;
+      },
+      o);
+}
+
+}  // namespace ferry
+
+template <>
+struct fmt::formatter<ferry::TensorRef> : fmt::formatter<std::string_view> {
+  template <class Ctx>
+  auto format(const ferry::TensorRef& r, Ctx& ctx) const {
+    auto it = r.scheme ? fmt::format_to(ctx.out(), "t{}:q<{}>{}", r.id, *r.scheme, r.shape)
+                       : fmt::format_to(ctx.out(), "t{}:{}{}", r.id, r.dtype, r.shape);
+    return r.access == ferry::Access::ReadWrite ? fmt::format_to(it, " rw") : it;
+  }
+};
+
+/// Prints an op as `name(inputs, params) -> out`, e.g. `add(t1:f32[2, 3] rw, t2:f32[3]) ->
+/// t3:f32[2, 3]`.
+template <>
+struct fmt::formatter<ferry::Op> : fmt::formatter<std::string_view> {
+  template <class Ctx>
+  auto format(const ferry::Op& o, Ctx& ctx) const {
+    auto it = fmt::format_to(ctx.out(), "{}(", ferry::op_name(o));
+    bool first = true;
+    for (const auto* r : ferry::op_inputs(o)) {
+      it = fmt::format_to(it, "{}{}", first ? "" : ", ", *r);
+      first = false;
+    }
+    std::visit(
+        [&](const auto& x) {
+          auto sep = [&] {
+            const char* s = first ? "" : ", ";
+            first = false;
+            return s;
+          };
+          if constexpr (requires { x.value.value(); })
+            it = fmt::format_to(it, "{}{}", sep(), x.value);
+          if constexpr (requires { x.rhs.value(); }) it = fmt::format_to(it, "{}{}", sep(), x.rhs);
+          if constexpr (requires { x.lo; }) it = fmt::format_to(it, "{}{}, {}", sep(), x.lo, x.hi);
+          if constexpr (requires { x.start; })
+            it = fmt::format_to(it, "{}{}, step {}", sep(), x.start, x.step);
+          if constexpr (requires { x.dist; })
+            it = fmt::format_to(it, "{}{}, seed {}", sep(), x.dist, x.seed);
+          if constexpr (requires { x.keepdim; }) {
+            if (x.dim) it = fmt::format_to(it, "{}dim {}", sep(), *x.dim);
+            if (x.keepdim) it = fmt::format_to(it, "{}keepdim", sep());
+          }
+          if constexpr (requires { x.perm; })
+            it = fmt::format_to(it, "{}perm [{}]", sep(), fmt::join(x.perm, ", "));
+          if constexpr (requires { x.axes; })
+            it = fmt::format_to(it, "{}axes [{}]", sep(), fmt::join(x.axes, ", "));
+          if constexpr (requires { x.times; })
+            it = fmt::format_to(it, "{}times [{}]", sep(), fmt::join(x.times, ", "));
+          if constexpr (requires { x.ranges; }) {
+            it = fmt::format_to(it, "{}[", sep());
+            bool f2 = true;
+            for (const auto& r : x.ranges) {
+              if constexpr (requires { r.first; })
+                it = fmt::format_to(it, "{}{}:{}", f2 ? "" : ", ", r.first, r.second);
+              else
+                it = fmt::format_to(it, "{}{}", f2 ? "" : ", ", r);
+              f2 = false;
+            }
+            it = fmt::format_to(it, "]");
+          }
+          if constexpr (
+              requires { x.dim; } && !requires { x.keepdim; })
+            it = fmt::format_to(it, "{}dim {}", sep(), x.dim);
+          if constexpr (requires { x.scheme; }) it = fmt::format_to(it, "{}{}", sep(), x.scheme);
+          if constexpr (requires { x.from; })
+            it = fmt::format_to(it, "{}dev {} -> dev {}", sep(), x.from, x.to);
+          if constexpr (requires { x.data.shape(); })
+            it = fmt::format_to(it, "{}{}{}", sep(), x.data.dtype(), x.data.shape());
+          if constexpr (requires { x.parts.scheme; })
+            it = fmt::format_to(it, "{}{}", sep(), x.parts.scheme);
+        },
+        o);
+    it = fmt::format_to(it, ")");
+    if (const auto* out = ferry::op_output(o)) it = fmt::format_to(it, " -> {}", *out);
+    return it;
+  }
+};

@@ -1,0 +1,585 @@
+// Ferry: the tensor operations — free functions and C++ operators over Tensor<B>.
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <fmt/format.h>
+
+#include <cstdint>
+#include <initializer_list>
+#include <optional>
+#include <span>
+#include <type_traits>
+#include <vector>
+
+#include "ferry/detail/infer.hpp"
+#include "ferry/ir.hpp"
+#include "ferry/quant/transform.hpp"
+#include "ferry/router.hpp"
+#include "ferry/tensor.hpp"
+
+// Every function takes its tensors by value: an lvalue argument is shared (read-only), a
+// `std::move`d last copy may have its memory reused by the kernel. Checks of shapes, dtypes,
+// axes and devices run here, at the call, in every execution mode.
+namespace ferry {
+
+namespace detail {
+template <Backend B>
+using TA = TensorAccess<B>;
+
+/// The device all operands share, or DeviceError naming the devices.
+template <Backend B, class... Ts>
+std::size_t common_device(const char* op, const Tensor<B>& first, const Ts&... rest) {
+  const auto& s0 = TA<B>::state(first, op);
+  [[maybe_unused]] auto check = [&](const Tensor<B>& t) {
+    const auto& s = TA<B>::state(t, op);
+    if (s.device != s0.device)
+      raise<DeviceError>("device",
+                         "{}: operands are on different devices ({} and {}); move one with "
+                         ".to(device) first",
+                         op, s0.core->device(s0.device), s.core->device(s.device));
+  };
+  (check(rest), ...);
+  return s0.device;
+}
+
+template <Backend B>
+TensorRef out_ref(const Tensor<B>& like, Shape shape, DType dtype,
+                  std::shared_ptr<const quant::Scheme> scheme = nullptr) {
+  return TensorRef{TA<B>::state(like, "op").core->new_id(), std::move(shape), dtype,
+                   Access::ReadOnly, std::move(scheme)};
+}
+
+template <Backend B>
+Tensor<B> unary(UnaryKind k, Tensor<B> x) {
+  const char* op = name(k);
+  const auto dev = common_device(op, x);
+  const DType d = x.dtype();
+  switch (k) {
+    case UnaryKind::neg:
+    case UnaryKind::abs:
+    case UnaryKind::relu:
+      want_kind(op, d, {Kind::Float, Kind::Int}, "float or int");
+      break;
+    case UnaryKind::logical_not:
+      want_kind(op, d, {Kind::Bool}, "bool");
+      break;
+    default:
+      want_kind(op, d, {Kind::Float}, "float");
+  }
+  op::Unary o{k, TA<B>::ref(x), out_ref(x, x.shape(), d)};
+  return emit(TA<B>::core(x, op), dev, std::move(o), x);
+}
+
+template <Backend B>
+Tensor<B> binary(BinaryKind k, Tensor<B> a, Tensor<B> b) {
+  const char* op = name(k);
+  const auto dev = common_device(op, a, b);
+  if (is_logical(k)) {
+    want_kind(op, a.dtype(), {Kind::Bool}, "bool");
+    want_kind(op, b.dtype(), {Kind::Bool}, "bool");
+  } else if (k == BinaryKind::equal || k == BinaryKind::not_equal) {
+    not_quantized(op, a.dtype());
+  } else {
+    want_kind(op, a.dtype(), {Kind::Float, Kind::Int}, "float or int");
+  }
+  same_dtype(op, a.dtype(), b.dtype());
+  Shape s = broadcast(op, a.shape(), b.shape());
+  const DType od = is_comparison(k) || is_logical(k) ? DType::boolean : a.dtype();
+  op::Binary o{k, TA<B>::ref(a), TA<B>::ref(b), out_ref(a, std::move(s), od)};
+  return emit(TA<B>::core(a, op), dev, std::move(o), a, b);
+}
+
+template <Backend B>
+Tensor<B> binary_scalar(BinaryKind k, Tensor<B> a, Scalar s) {
+  const char* op = name(k);
+  const auto dev = common_device(op, a);
+  if (k == BinaryKind::equal || k == BinaryKind::not_equal)
+    not_quantized(op, a.dtype());
+  else
+    want_kind(op, a.dtype(), {Kind::Float, Kind::Int}, "float or int");
+  const DType od = is_comparison(k) ? DType::boolean : a.dtype();
+  op::BinaryScalar o{k, TA<B>::ref(a), s, out_ref(a, a.shape(), od)};
+  return emit(TA<B>::core(a, op), dev, std::move(o), a);
+}
+
+template <Backend B>
+Tensor<B> reduce(ReduceKind k, Tensor<B> x, std::optional<std::int64_t> dim, bool keepdim) {
+  const char* op = name(k);
+  const auto dev = common_device(op, x);
+  if (k == ReduceKind::mean)
+    want_kind(op, x.dtype(), {Kind::Float}, "float");
+  else
+    want_kind(op, x.dtype(), {Kind::Float, Kind::Int}, "float or int");
+  std::optional<std::size_t> d;
+  if (dim) d = x.shape().axis(*dim, op);
+  const bool is_arg = k == ReduceKind::argmax || k == ReduceKind::argmin;
+  if (x.numel() == 0 && (is_arg || k == ReduceKind::max || k == ReduceKind::min))
+    raise<ValueError>("value", "{}: tensor of shape {} is empty", op, x.shape());
+  if (d && x.shape()[*d] == 0 && (is_arg || k == ReduceKind::max || k == ReduceKind::min))
+    raise<ValueError>("value", "{}: dim {} of shape {} is empty", op, *d, x.shape());
+  op::Reduce o{k, TA<B>::ref(x), d, keepdim,
+               out_ref(x, reduced(x.shape(), d, keepdim), is_arg ? DType::i64 : x.dtype())};
+  return emit(TA<B>::core(x, op), dev, std::move(o), x);
+}
+}  // namespace detail
+
+// ---- elementwise ---------------------------------------------------------------------------
+#define FERRY_DETAIL_UNARY_FN(n)                      \
+  template <Backend B>                                \
+  [[nodiscard]] Tensor<B> n(Tensor<B> x) {            \
+    return detail::unary(UnaryKind::n, std::move(x)); \
+  }
+FERRY_UNARY_KINDS(FERRY_DETAIL_UNARY_FN)
+#undef FERRY_DETAIL_UNARY_FN
+
+#define FERRY_DETAIL_BINARY_FN(n)                                     \
+  template <Backend B>                                                \
+  [[nodiscard]] Tensor<B> n(Tensor<B> a, Tensor<B> b) {               \
+    return detail::binary(BinaryKind::n, std::move(a), std::move(b)); \
+  }
+FERRY_ARITH_KINDS(FERRY_DETAIL_BINARY_FN)
+FERRY_COMPARE_KINDS(FERRY_DETAIL_BINARY_FN)
+FERRY_LOGICAL_KINDS(FERRY_DETAIL_BINARY_FN)
+#undef FERRY_DETAIL_BINARY_FN
+
+#define FERRY_DETAIL_SCALAR_FN(n)                                 \
+  template <Backend B>                                            \
+  [[nodiscard]] Tensor<B> n(Tensor<B> a, Scalar s) {              \
+    return detail::binary_scalar(BinaryKind::n, std::move(a), s); \
+  }
+FERRY_ARITH_KINDS(FERRY_DETAIL_SCALAR_FN)
+FERRY_COMPARE_KINDS(FERRY_DETAIL_SCALAR_FN)
+#undef FERRY_DETAIL_SCALAR_FN
+
+template <Backend B>
+[[nodiscard]] Tensor<B> clamp(Tensor<B> x, Scalar lo, Scalar hi) {
+  const auto dev = detail::common_device("clamp", x);
+  detail::want_kind("clamp", x.dtype(), {Kind::Float, Kind::Int}, "float or int");
+  if (lo.as<double>() > hi.as<double>())
+    detail::raise<ValueError>("value", "clamp: min {} is greater than max {}", lo, hi);
+  op::Clamp o{detail::TA<B>::ref(x), lo, hi, detail::out_ref(x, x.shape(), x.dtype())};
+  return detail::emit(detail::TA<B>::core(x, "clamp"), dev, std::move(o), x);
+}
+
+/// mask ? a : b, elementwise with three-way broadcasting.
+template <Backend B>
+[[nodiscard]] Tensor<B> where(Tensor<B> mask, Tensor<B> a, Tensor<B> b) {
+  const auto dev = detail::common_device("where", mask, a, b);
+  detail::want_kind("where", mask.dtype(), {Kind::Bool}, "a bool mask, and");
+  detail::not_quantized("where", a.dtype());
+  detail::same_dtype("where", a.dtype(), b.dtype());
+  Shape s =
+      detail::broadcast("where", detail::broadcast("where", mask.shape(), a.shape()), b.shape());
+  op::Where o{detail::TA<B>::ref(mask), detail::TA<B>::ref(a), detail::TA<B>::ref(b),
+              detail::out_ref(a, std::move(s), a.dtype())};
+  return detail::emit(detail::TA<B>::core(a, "where"), dev, std::move(o), mask, a, b);
+}
+
+/// Converts to another plain dtype (float -> int truncates toward zero).
+template <Backend B>
+[[nodiscard]] Tensor<B> cast(Tensor<B> x, DType to) {
+  const auto dev = detail::common_device("cast", x);
+  detail::not_quantized("cast", x.dtype());
+  detail::not_quantized("cast", to);
+  if (x.dtype() == to) return x;
+  op::Cast o{detail::TA<B>::ref(x), detail::out_ref(x, x.shape(), to)};
+  return detail::emit(detail::TA<B>::core(x, "cast"), dev, std::move(o), x);
+}
+
+// ---- reductions ------------------------------------------------------------------------------
+#define FERRY_DETAIL_REDUCE_FN(n)                                                  \
+  template <Backend B>                                                             \
+  [[nodiscard]] Tensor<B> n(Tensor<B> x) {                                         \
+    return detail::reduce(ReduceKind::n, std::move(x), std::nullopt, false);       \
+  }                                                                                \
+  template <Backend B>                                                             \
+  [[nodiscard]] Tensor<B> n(Tensor<B> x, std::int64_t dim, bool keepdim = false) { \
+    return detail::reduce(ReduceKind::n, std::move(x), dim, keepdim);              \
+  }
+FERRY_REDUCE_KINDS(FERRY_DETAIL_REDUCE_FN)
+#undef FERRY_DETAIL_REDUCE_FN
+
+// ---- matmul -----------------------------------------------------------------------------------
+/// a [..., M, K] x b [..., K, N] with broadcast batch dims. With a quantized `b` ([K, N]) it
+/// runs the quantized kernel: float activations times packed weights, dequantized tile by tile.
+template <Backend B>
+[[nodiscard]] Tensor<B> matmul(Tensor<B> a, Tensor<B> b) {
+  const auto dev = detail::common_device("matmul", a, b);
+  const Shape& sa = a.shape();
+  const Shape& sb = b.shape();
+  if (sa.rank() < 2 || sb.rank() < 2)
+    detail::raise<ShapeError>("shape", "matmul: operands need rank >= 2, got {} and {}", sa, sb);
+  if (sa[sa.rank() - 1] != sb[sb.rank() - 2])
+    detail::raise<ShapeError>("shape", "matmul: shapes {} and {} do not fit ({} != {})", sa, sb,
+                              sa[sa.rank() - 1], sb[sb.rank() - 2]);
+  if (b.is_quantized()) {
+    detail::want_kind("matmul", a.dtype(), {Kind::Float}, "float activations and");
+    if (sb.rank() != 2)
+      detail::raise<ShapeError>("shape",
+                                "matmul: a quantized right operand must be 2-D [K, N], got {}", sb);
+    std::vector<std::int64_t> o = sa.dims();
+    o.back() = sb[1];
+    op::QMatmul q{detail::TA<B>::ref(a), detail::TA<B>::ref(b),
+                  detail::out_ref(a, Shape(o), a.dtype())};
+    return detail::emit(detail::TA<B>::core(a, "matmul"), dev, std::move(q), a, b);
+  }
+  detail::want_kind("matmul", a.dtype(), {Kind::Float, Kind::Int}, "float or int");
+  detail::same_dtype("matmul", a.dtype(), b.dtype());
+  const Shape ba(std::vector<std::int64_t>(sa.begin(), sa.end() - 2));
+  const Shape bb(std::vector<std::int64_t>(sb.begin(), sb.end() - 2));
+  std::vector<std::int64_t> o = detail::broadcast("matmul", ba, bb).dims();
+  o.push_back(sa[sa.rank() - 2]);
+  o.push_back(sb[sb.rank() - 1]);
+  op::Matmul m{detail::TA<B>::ref(a), detail::TA<B>::ref(b),
+               detail::out_ref(a, Shape(o), a.dtype())};
+  return detail::emit(detail::TA<B>::core(a, "matmul"), dev, std::move(m), a, b);
+}
+
+// ---- layout -----------------------------------------------------------------------------------
+template <Backend B>
+[[nodiscard]] Tensor<B> q_reshape(Tensor<B> x, Shape shape);
+template <Backend B>
+[[nodiscard]] Tensor<B> q_permute(Tensor<B> x, std::vector<std::int64_t> perm);
+template <Backend B>
+[[nodiscard]] Tensor<B> q_flip(Tensor<B> x, std::vector<std::int64_t> axes);
+template <Backend B>
+[[nodiscard]] Tensor<B> q_slice(Tensor<B> x, std::vector<Range> ranges);
+
+/// Same elements in a new shape (one dim may be -1). Quantized tensors go to q_reshape.
+template <Backend B>
+[[nodiscard]] Tensor<B> reshape(Tensor<B> x, Shape shape) {
+  if (x.is_quantized()) return q_reshape(std::move(x), std::move(shape));
+  const auto dev = detail::common_device("reshape", x);
+  Shape s = detail::reshape_target("reshape", x.shape(), shape);
+  op::Reshape o{detail::TA<B>::ref(x), detail::out_ref(x, std::move(s), x.dtype())};
+  return detail::emit(detail::TA<B>::core(x, "reshape"), dev, std::move(o), x);
+}
+template <Backend B>
+[[nodiscard]] Tensor<B> permute(Tensor<B> x, std::vector<std::int64_t> perm) {
+  if (x.is_quantized()) return q_permute(std::move(x), std::move(perm));
+  const auto dev = detail::common_device("permute", x);
+  auto p = detail::permutation("permute", x.shape(), perm);
+  std::vector<std::int64_t> s(p.size());
+  for (std::size_t i = 0; i < p.size(); ++i) s[i] = x.shape()[p[i]];
+  op::Permute o{detail::TA<B>::ref(x), std::move(p),
+                detail::out_ref(x, Shape(std::move(s)), x.dtype())};
+  return detail::emit(detail::TA<B>::core(x, "permute"), dev, std::move(o), x);
+}
+template <Backend B>
+[[nodiscard]] Tensor<B> swap_dims(Tensor<B> x, std::int64_t a, std::int64_t b) {
+  const auto ia = x.shape().axis(a, "swap_dims");
+  const auto ib = x.shape().axis(b, "swap_dims");
+  std::vector<std::int64_t> perm(x.rank());
+  for (std::size_t i = 0; i < perm.size(); ++i) perm[i] = static_cast<std::int64_t>(i);
+  std::swap(perm[ia], perm[ib]);
+  return permute(std::move(x), std::move(perm));
+}
+template <Backend B>
+[[nodiscard]] Tensor<B> flip(Tensor<B> x, std::vector<std::int64_t> axes) {
+  if (x.is_quantized()) return q_flip(std::move(x), std::move(axes));
+  const auto dev = detail::common_device("flip", x);
+  auto a = detail::distinct_axes("flip", x.shape(), axes);
+  op::Flip o{detail::TA<B>::ref(x), std::move(a), detail::out_ref(x, x.shape(), x.dtype())};
+  return detail::emit(detail::TA<B>::core(x, "flip"), dev, std::move(o), x);
+}
+/// Broadcasts to `shape` (numpy rules; may add leading dims).
+template <Backend B>
+[[nodiscard]] Tensor<B> expand(Tensor<B> x, Shape shape) {
+  const auto dev = detail::common_device("expand", x);
+  detail::not_quantized("expand", x.dtype());
+  if (shape.rank() < x.rank() || detail::broadcast("expand", x.shape(), shape) != shape)
+    detail::raise<ShapeError>("shape", "expand: shape {} cannot be expanded to {}", x.shape(),
+                              shape);
+  op::Expand o{detail::TA<B>::ref(x), detail::out_ref(x, std::move(shape), x.dtype())};
+  return detail::emit(detail::TA<B>::core(x, "expand"), dev, std::move(o), x);
+}
+/// Python-style ranges per leading dim (negative = from the end, clamped; step >= 1).
+template <Backend B>
+[[nodiscard]] Tensor<B> slice(Tensor<B> x, std::vector<Range> ranges) {
+  if (x.is_quantized()) return q_slice(std::move(x), std::move(ranges));
+  const auto dev = detail::common_device("slice", x);
+  auto r = detail::normalise_ranges("slice", x.shape(), ranges);
+  Shape s = detail::sliced(x.shape(), r);
+  op::Slice o{detail::TA<B>::ref(x), std::move(r), detail::out_ref(x, std::move(s), x.dtype())};
+  return detail::emit(detail::TA<B>::core(x, "slice"), dev, std::move(o), x);
+}
+/// A copy of `x` with the slice replaced by `value` (whose shape must be the slice's).
+template <Backend B>
+[[nodiscard]] Tensor<B> slice_assign(Tensor<B> x, std::vector<Range> ranges, Tensor<B> value) {
+  const auto dev = detail::common_device("slice_assign", x, value);
+  detail::not_quantized("slice_assign", x.dtype());
+  detail::same_dtype("slice_assign", x.dtype(), value.dtype());
+  auto r = detail::normalise_ranges("slice_assign", x.shape(), ranges);
+  if (detail::sliced(x.shape(), r) != value.shape())
+    detail::raise<ShapeError>("shape", "slice_assign: the slice of {} has shape {}, the value {}",
+                              x.shape(), detail::sliced(x.shape(), r), value.shape());
+  op::SliceAssign o{detail::TA<B>::ref(x), std::move(r), detail::TA<B>::ref(value),
+                    detail::out_ref(x, x.shape(), x.dtype())};
+  return detail::emit(detail::TA<B>::core(x, "slice_assign"), dev, std::move(o), x, value);
+}
+template <Backend B>
+[[nodiscard]] Tensor<B> cat(std::vector<Tensor<B>> xs, std::int64_t dim) {
+  if (xs.empty()) detail::raise<ShapeError>("shape", "cat: no tensors given");
+  const auto& first = xs.front();
+  const auto d = first.shape().axis(dim, "cat");
+  std::vector<std::int64_t> s = first.shape().dims();
+  s[d] = 0;
+  op::Cat o;
+  for (const auto& t : xs) {
+    (void)detail::common_device("cat", first, t);
+    detail::not_quantized("cat", t.dtype());
+    detail::same_dtype("cat", first.dtype(), t.dtype());
+    if (t.rank() != first.rank())
+      detail::raise<ShapeError>("shape", "cat: shapes {} and {} differ in rank", first.shape(),
+                                t.shape());
+    for (std::size_t i = 0; i < t.rank(); ++i)
+      if (i != d && t.shape()[i] != first.shape()[i])
+        detail::raise<ShapeError>("shape",
+                                  "cat: shapes {} and {} differ in dim {} (not the cat dim {})",
+                                  first.shape(), t.shape(), i, d);
+    s[d] += t.shape()[d];
+  }
+  // Refs are taken after all copies exist: a tensor listed twice is shared, hence read-only.
+  for (const auto& t : xs) o.ins.push_back(detail::TA<B>::ref(t));
+  o.dim = d;
+  o.out = detail::out_ref(first, Shape(std::move(s)), first.dtype());
+  const auto dev = detail::TA<B>::state(first, "cat").device;
+  auto core = detail::TA<B>::core(first, "cat");
+  const TensorRef out = o.out;
+  std::vector<Access> acc;
+  for (const auto& r : o.ins) acc.push_back(r.access);
+  core->submit(dev, Op(std::move(o)));
+  for (std::size_t i = 0; i < xs.size(); ++i)
+    detail::TA<B>::release(xs[i], TensorRef{0, {}, DType::f32, acc[i]});
+  return detail::TA<B>::make(core, out, dev);
+}
+/// torch.gather: out[i][j] = x[index[i][j]][j] along `dim`; index is an int tensor of x's rank.
+template <Backend B>
+[[nodiscard]] Tensor<B> gather(Tensor<B> x, std::int64_t dim, Tensor<B> index) {
+  const auto dev = detail::common_device("gather", x, index);
+  detail::not_quantized("gather", x.dtype());
+  detail::want_kind("gather", index.dtype(), {Kind::Int}, "an int index, and");
+  const auto d = x.shape().axis(dim, "gather");
+  if (index.rank() != x.rank())
+    detail::raise<ShapeError>("shape", "gather: index shape {} must have the rank of {}",
+                              index.shape(), x.shape());
+  for (std::size_t i = 0; i < x.rank(); ++i)
+    if (i != d && index.shape()[i] > x.shape()[i])
+      detail::raise<ShapeError>("shape", "gather: index shape {} exceeds {} in dim {}",
+                                index.shape(), x.shape(), i);
+  op::Gather o{detail::TA<B>::ref(x), d, detail::TA<B>::ref(index),
+               detail::out_ref(x, index.shape(), x.dtype())};
+  return detail::emit(detail::TA<B>::core(x, "gather"), dev, std::move(o), x, index);
+}
+/// Picks the entries `index` (1-D int) along `dim`.
+template <Backend B>
+[[nodiscard]] Tensor<B> index_select(Tensor<B> x, std::int64_t dim, Tensor<B> index) {
+  const auto dev = detail::common_device("index_select", x, index);
+  detail::not_quantized("index_select", x.dtype());
+  detail::want_kind("index_select", index.dtype(), {Kind::Int}, "an int index, and");
+  const auto d = x.shape().axis(dim, "index_select");
+  if (index.rank() != 1)
+    detail::raise<ShapeError>("shape", "index_select: index must be 1-D, got {}", index.shape());
+  std::vector<std::int64_t> s = x.shape().dims();
+  s[d] = index.shape()[0];
+  op::IndexSelect o{detail::TA<B>::ref(x), d, detail::TA<B>::ref(index),
+                    detail::out_ref(x, Shape(std::move(s)), x.dtype())};
+  return detail::emit(detail::TA<B>::core(x, "index_select"), dev, std::move(o), x, index);
+}
+/// torch.Tensor.repeat: tiles `x` times[i] along dim i (times.size() == rank).
+template <Backend B>
+[[nodiscard]] Tensor<B> repeat(Tensor<B> x, std::vector<std::int64_t> times) {
+  const auto dev = detail::common_device("repeat", x);
+  detail::not_quantized("repeat", x.dtype());
+  if (times.size() != x.rank())
+    detail::raise<ShapeError>("shape", "repeat: {} repeat counts for shape {} of rank {}",
+                              times.size(), x.shape(), x.rank());
+  std::vector<std::int64_t> s = x.shape().dims();
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (times[i] < 0)
+      detail::raise<ValueError>("value", "repeat: count {} on dim {} is negative", times[i], i);
+    s[i] *= times[i];
+  }
+  op::Repeat o{detail::TA<B>::ref(x), std::move(times),
+               detail::out_ref(x, Shape(std::move(s)), x.dtype())};
+  return detail::emit(detail::TA<B>::core(x, "repeat"), dev, std::move(o), x);
+}
+
+// ---- quantized ----------------------------------------------------------------------------------
+/// Quantizes a float tensor with given scales (one per parameter group, see quant::param_shape)
+/// and offsets (affine only), as ONNX QuantizeLinear does.
+template <Backend B>
+[[nodiscard]] Tensor<B> quantize(Tensor<B> x, quant::Scheme scheme, std::vector<float> scales,
+                                 std::vector<std::int32_t> offsets = {}) {
+  const auto dev = detail::common_device("quantize", x);
+  detail::want_kind("quantize", x.dtype(), {Kind::Float}, "float");
+  scheme.validate_for(x.shape());
+  const auto n = quant::num_params(scheme, x.shape());
+  if (static_cast<std::int64_t>(scales.size()) != n)
+    detail::raise<QuantError>("quant", "quantize: {} on shape {} needs {} scales, got {}", scheme,
+                              x.shape(), n, scales.size());
+  const auto want_off = scheme.mode == quant::Mode::affine ? n : 0;
+  if (static_cast<std::int64_t>(offsets.size()) != want_off)
+    detail::raise<QuantError>("quant", "quantize: {} on shape {} needs {} offsets, got {}", scheme,
+                              x.shape(), want_off, offsets.size());
+  auto sch = std::make_shared<const quant::Scheme>(scheme);
+  op::Quantize o{detail::TA<B>::ref(x), std::move(scheme), std::move(scales), std::move(offsets),
+                 detail::out_ref(x, x.shape(), DType::quantized, sch)};
+  return detail::emit(detail::TA<B>::core(x, "quantize"), dev, std::move(o), x);
+}
+/// Quantizes with scales (and offsets) calibrated from the data's min/max per parameter group.
+template <Backend B>
+[[nodiscard]] Tensor<B> quantize_dynamic(Tensor<B> x, quant::Scheme scheme) {
+  const auto dev = detail::common_device("quantize_dynamic", x);
+  detail::want_kind("quantize_dynamic", x.dtype(), {Kind::Float}, "float");
+  scheme.validate_for(x.shape());
+  auto sch = std::make_shared<const quant::Scheme>(scheme);
+  op::QuantizeDynamic o{detail::TA<B>::ref(x), std::move(scheme),
+                        detail::out_ref(x, x.shape(), DType::quantized, sch)};
+  return detail::emit(detail::TA<B>::core(x, "quantize_dynamic"), dev, std::move(o), x);
+}
+/// x = (q - offset) * scale, to f32 or f64.
+template <Backend B>
+[[nodiscard]] Tensor<B> dequantize(Tensor<B> q, DType to = DType::f32) {
+  const auto dev = detail::common_device("dequantize", q);
+  if (!q.is_quantized())
+    detail::raise<DTypeError>("dtype", "dequantize: tensor {} is {}, not quantized", q.id(),
+                              q.dtype());
+  if (kind_of(to) != Kind::Float)
+    detail::raise<DTypeError>("dtype", "dequantize: target dtype must be f32 or f64, got {}", to);
+  op::Dequantize o{detail::TA<B>::ref(q), detail::out_ref(q, q.shape(), to)};
+  return detail::emit(detail::TA<B>::core(q, "dequantize"), dev, std::move(o), q);
+}
+/// The packed parts of a quantized tensor (data, scales, offsets), byte for byte.
+template <Backend B>
+[[nodiscard]] quant::QuantizedParts q_to_parts(Tensor<B> q) {
+  return q.to_parts();
+}
+
+namespace detail {
+template <Backend B>
+void want_quantized(const char* op, const Tensor<B>& q) {
+  if (!q.is_quantized())
+    raise<DTypeError>("dtype", "{}: tensor {} is {}, not quantized", op, q.id(), q.dtype());
+}
+}  // namespace detail
+
+template <Backend B>
+[[nodiscard]] Tensor<B> q_reshape(Tensor<B> x, Shape shape) {
+  const auto dev = detail::common_device("q_reshape", x);
+  detail::want_quantized("q_reshape", x);
+  Shape s = detail::reshape_target("q_reshape", x.shape(), shape);
+  auto sch =
+      std::make_shared<const quant::Scheme>(quant::reshaped_scheme(x.scheme(), x.shape(), s));
+  op::QReshape o{detail::TA<B>::ref(x), detail::out_ref(x, std::move(s), DType::quantized, sch)};
+  return detail::emit(detail::TA<B>::core(x, "q_reshape"), dev, std::move(o), x);
+}
+template <Backend B>
+[[nodiscard]] Tensor<B> q_permute(Tensor<B> x, std::vector<std::int64_t> perm) {
+  const auto dev = detail::common_device("q_permute", x);
+  detail::want_quantized("q_permute", x);
+  auto p = detail::permutation("q_permute", x.shape(), perm);
+  std::vector<std::int64_t> s(p.size()), pi(p.size());
+  for (std::size_t i = 0; i < p.size(); ++i) {
+    s[i] = x.shape()[p[i]];
+    pi[i] = static_cast<std::int64_t>(p[i]);
+  }
+  auto sch =
+      std::make_shared<const quant::Scheme>(quant::permuted_scheme(x.scheme(), x.shape(), pi));
+  op::QPermute o{detail::TA<B>::ref(x), std::move(pi),
+                 detail::out_ref(x, Shape(std::move(s)), DType::quantized, sch)};
+  return detail::emit(detail::TA<B>::core(x, "q_permute"), dev, std::move(o), x);
+}
+template <Backend B>
+[[nodiscard]] Tensor<B> q_swap_dims(Tensor<B> x, std::int64_t a, std::int64_t b) {
+  detail::want_quantized("q_swap_dims", x);
+  return swap_dims(std::move(x), a, b);
+}
+template <Backend B>
+[[nodiscard]] Tensor<B> q_flip(Tensor<B> x, std::vector<std::int64_t> axes) {
+  const auto dev = detail::common_device("q_flip", x);
+  detail::want_quantized("q_flip", x);
+  auto a = detail::distinct_axes("q_flip", x.shape(), axes);
+  std::vector<std::int64_t> ai(a.begin(), a.end());
+  quant::check_flip(x.scheme(), x.shape(), ai);
+  auto sch = std::make_shared<const quant::Scheme>(x.scheme());
+  op::QFlip o{detail::TA<B>::ref(x), std::move(ai),
+              detail::out_ref(x, x.shape(), DType::quantized, sch)};
+  return detail::emit(detail::TA<B>::core(x, "q_flip"), dev, std::move(o), x);
+}
+/// Slices with step 1 only (a strided slice would break packed blocks).
+template <Backend B>
+[[nodiscard]] Tensor<B> q_slice(Tensor<B> x, std::vector<Range> ranges) {
+  const auto dev = detail::common_device("q_slice", x);
+  detail::want_quantized("q_slice", x);
+  auto r = detail::normalise_ranges("q_slice", x.shape(), ranges);
+  std::vector<std::pair<std::int64_t, std::int64_t>> pr;
+  for (std::size_t i = 0; i < r.size(); ++i) {
+    if (r[i].step != 1)
+      detail::raise<QuantError>("quant", "q_slice: step {} on dim {}: quantized slices take step 1",
+                                r[i].step, i);
+    pr.emplace_back(r[i].start, r[i].end);
+  }
+  quant::check_slice(x.scheme(), x.shape(), pr);
+  auto sch = std::make_shared<const quant::Scheme>(x.scheme());
+  op::QSlice o{detail::TA<B>::ref(x), std::move(pr),
+               detail::out_ref(x, detail::sliced(x.shape(), r), DType::quantized, sch)};
+  return detail::emit(detail::TA<B>::core(x, "q_slice"), dev, std::move(o), x);
+}
+
+// ---- operators ----------------------------------------------------------------------------------
+template <class S>
+concept ScalarLike = std::is_arithmetic_v<S>;
+
+#define FERRY_DETAIL_OPERATOR(sym, fn)                             \
+  template <Backend B>                                             \
+  [[nodiscard]] Tensor<B> operator sym(Tensor<B> a, Tensor<B> b) { \
+    return fn(std::move(a), std::move(b));                         \
+  }                                                                \
+  template <Backend B, ScalarLike S>                               \
+  [[nodiscard]] Tensor<B> operator sym(Tensor<B> a, S s) {         \
+    return fn(std::move(a), Scalar(s));                            \
+  }
+FERRY_DETAIL_OPERATOR(+, add)
+FERRY_DETAIL_OPERATOR(-, sub)
+FERRY_DETAIL_OPERATOR(*, mul)
+FERRY_DETAIL_OPERATOR(/, div)
+FERRY_DETAIL_OPERATOR(%, remainder)
+FERRY_DETAIL_OPERATOR(==, equal)
+FERRY_DETAIL_OPERATOR(!=, not_equal)
+FERRY_DETAIL_OPERATOR(<, less)
+FERRY_DETAIL_OPERATOR(<=, less_equal)
+FERRY_DETAIL_OPERATOR(>, greater)
+FERRY_DETAIL_OPERATOR(>=, greater_equal)
+#undef FERRY_DETAIL_OPERATOR
+
+template <Backend B, ScalarLike S>
+[[nodiscard]] Tensor<B> operator+(S s, Tensor<B> a) {
+  return add(std::move(a), Scalar(s));
+}
+template <Backend B, ScalarLike S>
+[[nodiscard]] Tensor<B> operator*(S s, Tensor<B> a) {
+  return mul(std::move(a), Scalar(s));
+}
+template <Backend B, ScalarLike S>
+[[nodiscard]] Tensor<B> operator-(S s, Tensor<B> a) {
+  return add(neg(std::move(a)), Scalar(s));
+}
+template <Backend B>
+[[nodiscard]] Tensor<B> operator-(Tensor<B> a) {
+  return neg(std::move(a));
+}
+template <Backend B>
+[[nodiscard]] Tensor<B> operator&(Tensor<B> a, Tensor<B> b) {
+  return logical_and(std::move(a), std::move(b));
+}
+template <Backend B>
+[[nodiscard]] Tensor<B> operator|(Tensor<B> a, Tensor<B> b) {
+  return logical_or(std::move(a), std::move(b));
+}
+template <Backend B>
+[[nodiscard]] Tensor<B> operator!(Tensor<B> a) {
+  return logical_not(std::move(a));
+}
+
+}  // namespace ferry

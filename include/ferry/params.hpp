@@ -1,0 +1,57 @@
+// Ferry: small parameter types shared by the IR and backend kernels.
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <fmt/format.h>
+
+#include <cstdint>
+
+namespace ferry {
+
+/// A half-open range [start, end) with a positive step along one dim. Ranges that reach a
+/// backend kernel are already normalised and checked by the router: 0 <= start <= end <= dim,
+/// step >= 1; the slice has ceil((end - start) / step) elements along that dim.
+struct Range {
+  std::int64_t start = 0;
+  std::int64_t end = 0;
+  std::int64_t step = 1;
+  [[nodiscard]] constexpr std::int64_t size() const noexcept {
+    return end <= start ? 0 : (end - start + step - 1) / step;
+  }
+  friend bool operator==(const Range&, const Range&) = default;
+};
+
+/// A random distribution for `random`: uniform on [a, b), or normal with mean a and std b.
+struct Distribution {
+  enum class Kind : std::uint8_t { uniform, normal };
+  Kind kind = Kind::uniform;
+  double a = 0.0;
+  double b = 1.0;
+  static constexpr Distribution uniform(double lo = 0.0, double hi = 1.0) noexcept {
+    return {Kind::uniform, lo, hi};
+  }
+  static constexpr Distribution normal(double mean = 0.0, double std = 1.0) noexcept {
+    return {Kind::normal, mean, std};
+  }
+  friend bool operator==(const Distribution&, const Distribution&) = default;
+};
+
+}  // namespace ferry
+
+template <>
+struct fmt::formatter<ferry::Range> : fmt::formatter<std::string_view> {
+  template <class Ctx>
+  auto format(const ferry::Range& r, Ctx& ctx) const {
+    if (r.step == 1) return fmt::format_to(ctx.out(), "{}:{}", r.start, r.end);
+    return fmt::format_to(ctx.out(), "{}:{}:{}", r.start, r.end, r.step);
+  }
+};
+template <>
+struct fmt::formatter<ferry::Distribution> : fmt::formatter<std::string_view> {
+  template <class Ctx>
+  auto format(const ferry::Distribution& d, Ctx& ctx) const {
+    return d.kind == ferry::Distribution::Kind::uniform
+               ? fmt::format_to(ctx.out(), "uniform({}, {})", d.a, d.b)
+               : fmt::format_to(ctx.out(), "normal({}, {})", d.a, d.b);
+  }
+};

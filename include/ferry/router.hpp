@@ -1,0 +1,172 @@
+// Ferry: Router<B>, the one front an application uses for every device of a backend.
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <array>
+#include <cmath>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "ferry/backend.hpp"
+#include "ferry/data.hpp"
+#include "ferry/detail/core.hpp"
+#include "ferry/detail/infer.hpp"
+#include "ferry/quant/parts.hpp"
+#include "ferry/tensor.hpp"
+
+namespace ferry {
+
+namespace detail {
+/// Records `o` on device `dev` and returns the Tensor for its output. Inputs taken read-write
+/// are released only once the op was accepted, so a rejected op loses nothing.
+template <Backend B, class O, class... Ts>
+Tensor<B> emit(const std::shared_ptr<RouterCore<B>>& core, std::size_t dev, O o, Ts&... inputs) {
+  const TensorRef out = o.out;
+  // Which inputs the op takes read-write, looked up by id before the op is moved away.
+  [[maybe_unused]] std::array<Access, sizeof...(Ts)> access{};
+  std::size_t i = 0;
+  ((access[i++] =
+        [&] {
+          Access a = Access::ReadOnly;
+          for_each_input(o, [&](const TensorRef& r) {
+            if (r.id == TensorAccess<B>::state(inputs, "op").id) a = r.access;
+          });
+          return a;
+        }()),
+   ...);
+  core->submit(dev, Op(std::move(o)));
+  i = 0;
+  ((TensorAccess<B>::release(inputs, TensorRef{0, {}, DType::f32, access[i++]})), ...);
+  return TensorAccess<B>::make(core, out, dev);
+}
+}  // namespace detail
+
+/// @brief The front of Ferry: creates tensors on a backend's devices and records every op on
+/// them as IR, run by the interpreter of the device the operands live on.
+///
+/// @code
+///   ferry::Router<ferry::EigenCpu> router(ferry::EigenCpu(2));       // devices cpu:0, cpu:1
+///   auto x = router.random_uniform({256, 256}, 42, ferry::CpuDevice{0});
+///   auto w = ferry::quantize_dynamic(router.ones({256, 64}, ferry::DType::f32, {0}),
+///                                    ferry::quant::Scheme::of(ferry::quant::ValueType::i4)
+///                                        .per_block({32}).packed_u8());
+///   auto y = ferry::matmul(x, w.to(ferry::CpuDevice{1}).to(ferry::CpuDevice{0}));
+///   router.sync();
+/// @endcode
+/// Thread-safe: tensors and the router may be used from many threads. In async mode (the
+/// default) errors found while an op runs surface at the next read or sync that depends on it;
+/// errors in the call itself (shapes, dtypes, devices) are thrown at once in both modes.
+template <Backend B>
+class Router {
+ public:
+  using Device = typename B::Device;
+
+  /// A router over every device the backend reports (`backend.devices()`).
+  explicit Router(B backend, RouterOptions opts = {}) requires requires(const B& b) {
+    { b.devices() } -> std::convertible_to<std::vector<Device>>;
+  } : Router(backend, backend.devices(), opts) {
+  }
+  Router(B backend, std::vector<Device> devices, RouterOptions opts = {})
+      : core_(std::make_shared<detail::RouterCore<B>>(std::move(backend), std::move(devices),
+                                                      opts)) {}
+
+  [[nodiscard]] const std::vector<Device>& devices() const noexcept { return core_->devices(); }
+  [[nodiscard]] B& backend() noexcept { return core_->backend(); }
+  [[nodiscard]] const RouterOptions& options() const noexcept { return core_->options(); }
+
+  // ---- creation -----------------------------------------------------------------------------
+  [[nodiscard]] Tensor<B> from_data(TensorData data, const Device& d) {
+    const auto dev = core_->index_of(d, "from_data");
+    TensorRef out{core_->new_id(), data.shape(), data.dtype()};
+    return detail::emit(core_, dev, op::FromData{std::move(data), out});
+  }
+  template <class T>
+  [[nodiscard]] Tensor<B> from_vector(const std::vector<T>& v, Shape shape, const Device& d) {
+    return from_data(TensorData::from(v, std::move(shape)), d);
+  }
+  [[nodiscard]] Tensor<B> full(Shape shape, Scalar value, DType dtype, const Device& d) {
+    const auto dev = core_->index_of(d, "full");
+    check_creation("full", shape, dtype);
+    return detail::emit(core_, dev,
+                        op::Full{value, TensorRef{core_->new_id(), std::move(shape), dtype}});
+  }
+  [[nodiscard]] Tensor<B> zeros(Shape shape, DType dtype, const Device& d) {
+    return full(std::move(shape), Scalar(0), dtype, d);
+  }
+  [[nodiscard]] Tensor<B> ones(Shape shape, DType dtype, const Device& d) {
+    return full(std::move(shape), Scalar(1), dtype, d);
+  }
+  /// [start, end) by step, as numpy.arange: ceil((end - start) / step) elements.
+  [[nodiscard]] Tensor<B> arange(Scalar start, Scalar end, Scalar step, DType dtype,
+                                 const Device& d) {
+    const auto dev = core_->index_of(d, "arange");
+    detail::want_kind("arange", dtype, {Kind::Float, Kind::Int}, "a float or int dtype for");
+    const double s = start.as<double>(), e = end.as<double>(), st = step.as<double>();
+    if (st == 0.0 || !std::isfinite(s) || !std::isfinite(e) || !std::isfinite(st))
+      detail::raise<ValueError>("value", "arange: start {}, end {}, step {} do not make a range",
+                                start, end, step);
+    const auto n = static_cast<std::int64_t>(std::max(0.0, std::ceil((e - s) / st)));
+    return detail::emit(core_, dev,
+                        op::Arange{start, step, TensorRef{core_->new_id(), Shape{n}, dtype}});
+  }
+  [[nodiscard]] Tensor<B> random(Shape shape, Distribution dist, std::uint64_t seed,
+                                 const Device& d, DType dtype = DType::f32) {
+    const auto dev = core_->index_of(d, "random");
+    check_creation("random", shape, dtype);
+    detail::want_kind("random", dtype, {Kind::Float}, "a float dtype for");
+    if (!(dist.b > 0.0) && dist.kind == Distribution::Kind::normal)
+      detail::raise<ValueError>("value", "random: normal std must be > 0, got {}", dist.b);
+    if (!(dist.a < dist.b) && dist.kind == Distribution::Kind::uniform)
+      detail::raise<ValueError>("value", "random: uniform needs low < high, got [{}, {})", dist.a,
+                                dist.b);
+    return detail::emit(
+        core_, dev, op::Random{dist, seed, TensorRef{core_->new_id(), std::move(shape), dtype}});
+  }
+  [[nodiscard]] Tensor<B> random_uniform(Shape shape, std::uint64_t seed, const Device& d,
+                                         double lo = 0.0, double hi = 1.0) {
+    return random(std::move(shape), Distribution::uniform(lo, hi), seed, d);
+  }
+  [[nodiscard]] Tensor<B> random_normal(Shape shape, std::uint64_t seed, const Device& d,
+                                        double mean = 0.0, double std = 1.0) {
+    return random(std::move(shape), Distribution::normal(mean, std), seed, d);
+  }
+  /// A quantized tensor from its packed parts (validated), placed on `d` as they are.
+  [[nodiscard]] Tensor<B> q_from_parts(quant::QuantizedParts parts, const Device& d) {
+    const auto dev = core_->index_of(d, "q_from_parts");
+    parts.validate();
+    TensorRef out{core_->new_id(), parts.shape, DType::quantized, Access::ReadOnly,
+                  std::make_shared<const quant::Scheme>(parts.scheme)};
+    return detail::emit(core_, dev, op::QFromParts{std::move(parts), out});
+  }
+
+  // ---- execution ----------------------------------------------------------------------------
+  /// Waits for all work submitted to `d`; throws the first error an op hit there since the
+  /// last sync.
+  void sync(const Device& d) { core_->sync(core_->index_of(d, "sync")); }
+  /// Waits for every device; throws the first error any of them hit.
+  void sync() { core_->sync_all(); }
+  /// Live tensors and bytes, ops run, bytes moved in and out, for one device (a snapshot
+  /// taken between two of its ops).
+  [[nodiscard]] DeviceStats stats(const Device& d) {
+    return core_->stats(core_->index_of(d, "stats"));
+  }
+
+  /// Runs `f(interpreter)` under `d`'s lock, for introspection and tests.
+  template <class F>
+  decltype(auto) with_interpreter(const Device& d, F&& f) {
+    return core_->client(core_->index_of(d, "with_interpreter"))
+        .with_interpreter(std::forward<F>(f));
+  }
+
+ private:
+  static void check_creation(const char* op, const Shape& s, DType d) {
+    detail::not_quantized(op, d);
+    for (auto x : s)
+      if (x < 0) detail::raise<ShapeError>("shape", "{}: shape {} has a negative dim", op, s);
+  }
+
+  std::shared_ptr<detail::RouterCore<B>> core_;
+};
+
+}  // namespace ferry
