@@ -3,6 +3,7 @@
 #pragma once
 
 #include "ferry/backend.hpp"
+#include "ferry/backends/eigen_cpu.hpp"
 #include "ferry/data.hpp"
 #include "ferry/dtype.hpp"
 #include "ferry/error.hpp"

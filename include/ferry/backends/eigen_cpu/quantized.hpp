@@ -1,0 +1,120 @@
+// Ferry: EigenCpu's quantized tensors — packed data, scales and offsets in a device's memory —
+// and their kernels: transfer, (de)quantize, layout, and the fused quantized matmul.
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <Eigen/Core>
+
+#include <algorithm>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <utility>
+#include <vector>
+
+#include "ferry/backends/eigen_cpu/buffer.hpp"
+#include "ferry/error.hpp"
+#include "ferry/quant/kernels.hpp"
+#include "ferry/quant/layout.hpp"
+#include "ferry/quant/parts.hpp"
+
+namespace ferry {
+
+namespace detail::cpu {
+/// The parts of one quantized tensor, counted against the device they live on for as long as
+/// they live. Immutable once made, so copies of a CpuQTensor share them safely.
+class QStorage {
+ public:
+  QStorage(AccountsPtr acc, int device, quant::QuantizedParts parts)
+      : acc_(std::move(acc)), device_(device), parts_(std::move(parts)) {
+    acc_->check(device_, "q_alloc");
+    auto& c = (*acc_)[device_];
+    c.bytes.fetch_add(static_cast<std::int64_t>(parts_.nbytes()), std::memory_order_relaxed);
+    c.allocations.fetch_add(1, std::memory_order_relaxed);
+  }
+  ~QStorage() {
+    (*acc_)[device_].bytes.fetch_sub(static_cast<std::int64_t>(parts_.nbytes()),
+                                     std::memory_order_relaxed);
+  }
+  QStorage(const QStorage&) = delete;
+  QStorage& operator=(const QStorage&) = delete;
+  [[nodiscard]] const quant::QuantizedParts& parts() const noexcept { return parts_; }
+  [[nodiscard]] int device() const noexcept { return device_; }
+
+ private:
+  AccountsPtr acc_;
+  int device_;
+  quant::QuantizedParts parts_;
+};
+}  // namespace detail::cpu
+
+/// EigenCpu's quantized handle: shared, immutable parts on one device.
+struct CpuQTensor {
+  std::shared_ptr<const detail::cpu::QStorage> storage;
+  [[nodiscard]] const quant::QuantizedParts& parts() const noexcept { return storage->parts(); }
+  [[nodiscard]] int device() const noexcept { return storage->device(); }
+  [[nodiscard]] std::size_t nbytes() const noexcept { return storage->parts().nbytes(); }
+};
+
+namespace detail::cpu {
+
+inline CpuQTensor make_q(const AccountsPtr& acc, int device, quant::QuantizedParts parts) {
+  return CpuQTensor{std::make_shared<const QStorage>(acc, device, std::move(parts))};
+}
+
+/// The float values of a CpuTensor as f32 (a view when it already is f32).
+inline std::span<const float> f32_view(const CpuTensor& x, std::vector<float>& scratch) {
+  const auto n = static_cast<std::size_t>(x.numel());
+  if (x.dtype == DType::f32) return {x.data<float>(), n};
+  if (x.dtype != DType::f64)
+    raise<DTypeError>("dtype", "quantize: needs a float tensor, got {}", x.dtype);
+  scratch.resize(n);
+  const double* p = x.data<double>();
+  for (std::size_t i = 0; i < n; ++i) scratch[i] = static_cast<float>(p[i]);
+  return scratch;
+}
+
+/// Quantized matmul: x [..., M, K] (f32/f64) times w [K, N] quantized. W is dequantized one
+/// tile of rows at a time (about 256 KiB of floats) and accumulated with Eigen's GEMM, so the
+/// whole float matrix never exists at once.
+inline CpuTensor q_matmul(const AccountsPtr& acc, const CpuTensor& x, const CpuQTensor& w) {
+  const auto& p = w.parts();
+  if (p.shape.rank() != 2 || x.shape.rank() < 2 || x.shape[x.shape.rank() - 1] != p.shape[0])
+    raise<ShapeError>("shape", "q_matmul: shapes {} and {} do not fit", x.shape, p.shape);
+  const std::int64_t K = p.shape[0], N = p.shape[1];
+  const std::int64_t M = x.numel() / std::max<std::int64_t>(K, 1);
+  std::vector<std::int64_t> od = x.shape.dims();
+  od.back() = N;
+  CpuTensor out = alloc(acc, x.device, Shape(std::move(od)), x.dtype);
+  using RowMat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  using RowMatD = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  const std::int64_t tile_rows = std::clamp<std::int64_t>((std::int64_t{1} << 16) / std::max<std::int64_t>(N, 1), 1, std::max<std::int64_t>(K, 1));
+  std::vector<float> tile(static_cast<std::size_t>(tile_rows * N));
+  if (x.dtype == DType::f32) {
+    Eigen::Map<const RowMat> X(x.data<float>(), M, K);
+    Eigen::Map<RowMat> Y(out.data<float>(), M, N);
+    Y.setZero();
+    for (std::int64_t k0 = 0; k0 < K; k0 += tile_rows) {
+      const std::int64_t kr = std::min(tile_rows, K - k0);
+      quant::dequantize_range(p, k0 * N, (k0 + kr) * N, std::span<float>(tile.data(), static_cast<std::size_t>(kr * N)));
+      Eigen::Map<const RowMat> Wt(tile.data(), kr, N);
+      Y.noalias() += X.middleCols(k0, kr) * Wt;
+    }
+  } else if (x.dtype == DType::f64) {
+    Eigen::Map<const RowMatD> X(x.data<double>(), M, K);
+    Eigen::Map<RowMatD> Y(out.data<double>(), M, N);
+    Y.setZero();
+    for (std::int64_t k0 = 0; k0 < K; k0 += tile_rows) {
+      const std::int64_t kr = std::min(tile_rows, K - k0);
+      quant::dequantize_range(p, k0 * N, (k0 + kr) * N, std::span<float>(tile.data(), static_cast<std::size_t>(kr * N)));
+      Eigen::Map<const RowMat> Wt(tile.data(), kr, N);
+      Y.noalias() += X.middleCols(k0, kr) * Wt.cast<double>();
+    }
+  } else {
+    raise<DTypeError>("dtype", "q_matmul: activations must be f32 or f64, got {}", x.dtype);
+  }
+  return out;
+}
+
+}  // namespace detail::cpu
+}  // namespace ferry

@@ -1,0 +1,78 @@
+// A deliberately small backend for tests: only what the Backend concept requires, plus `add`.
+// Its storage is a vector<double> per tensor (unlike EigenCpu's typed, aligned buffers), which
+// also makes it the "other" backend in bridge tests.
+#pragma once
+
+#include <ferry/ferry.hpp>
+
+#include <memory>
+#include <vector>
+
+namespace mini {
+
+struct Device {
+  int index = 0;
+  friend bool operator==(Device, Device) = default;
+};
+
+/// Every plain tensor is a shared vector<double> plus shape and dtype.
+struct Buf {
+  std::shared_ptr<std::vector<double>> v;
+  ferry::Shape shape;
+  ferry::DType dtype = ferry::DType::f32;
+};
+
+struct Backend {
+  using Device = mini::Device;
+  using FloatHandle = Buf;
+  using IntHandle = Buf;
+  using BoolHandle = Buf;
+  using QuantizedHandle = std::shared_ptr<const ferry::quant::QuantizedParts>;
+
+  static constexpr std::string_view name() { return "mini"; }
+  std::vector<Device> devices() const { return {{0}, {1}}; }
+
+  static Buf in(ferry::TensorData d) {
+    return {std::make_shared<std::vector<double>>(d.to_vector<double>()), d.shape(), d.dtype()};
+  }
+  static ferry::TensorData out(const Buf& b) {
+    return ferry::visit_dtype(b.dtype, [&]<class T>(T) {
+      std::vector<T> v(b.v->begin(), b.v->end());
+      return ferry::TensorData::from(std::span<const T>(v), b.shape);
+    });
+  }
+  Buf float_from_data(ferry::TensorData d, const Device&) { return in(std::move(d)); }
+  Buf int_from_data(ferry::TensorData d, const Device&) { return in(std::move(d)); }
+  Buf bool_from_data(ferry::TensorData d, const Device&) { return in(std::move(d)); }
+  ferry::TensorData float_into_data(Buf b) { return out(b); }
+  ferry::TensorData int_into_data(Buf b) { return out(b); }
+  ferry::TensorData bool_into_data(Buf b) { return out(b); }
+  Buf float_to_device(Buf b, const Device&) {
+    return {std::make_shared<std::vector<double>>(*b.v), b.shape, b.dtype};
+  }
+  Buf int_to_device(Buf b, const Device& d) { return float_to_device(std::move(b), d); }
+  Buf bool_to_device(Buf b, const Device& d) { return float_to_device(std::move(b), d); }
+  QuantizedHandle q_from_parts(ferry::quant::QuantizedParts p, const Device&) {
+    return std::make_shared<const ferry::quant::QuantizedParts>(std::move(p));
+  }
+  ferry::quant::QuantizedParts q_into_parts(QuantizedHandle q) { return *q; }
+
+  // The one optional kernel: same-shape add.
+  Buf add(Buf a, Buf b) {
+    if (a.shape != b.shape)
+      throw ferry::Unsupported("[ferry.unsupported] mini add: broadcasting is not implemented");
+    Buf o{std::make_shared<std::vector<double>>(*a.v), a.shape, a.dtype};
+    for (std::size_t i = 0; i < o.v->size(); ++i) (*o.v)[i] += (*b.v)[i];
+    return o;
+  }
+};
+
+}  // namespace mini
+
+template <>
+struct fmt::formatter<mini::Device> : fmt::formatter<std::string_view> {
+  template <class Ctx>
+  auto format(mini::Device d, Ctx& ctx) const {
+    return fmt::format_to(ctx.out(), "mini:{}", d.index);
+  }
+};

@@ -1,0 +1,198 @@
+// Asynchronous execution: ordered per-device queues, parallel devices, bounded queues, safe
+// cross-device moves, many application threads, error propagation and clean shutdown.
+#include <catch2/catch.hpp>
+
+#include "matchers.hpp"
+#include <ferry/ferry.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+#include "mini_backend.hpp"
+
+using ferry_test::Says;
+using ferry::CpuDevice;
+using ferry::DType;
+using ferry::EigenCpu;
+using ferry::Execution;
+using ferry::Router;
+using T = ferry::Tensor<EigenCpu>;
+
+namespace {
+// A little program mixing elementwise ops, reductions, matmul, layout and moves; run the same
+// way in both modes, it must give the same numbers.
+std::vector<float> program(Router<EigenCpu>& r, int seed) {
+  const int nd = static_cast<int>(r.devices().size());
+  const CpuDevice a{seed % nd}, b{(seed + 1) % nd};
+  auto x = r.random_uniform({16, 16}, static_cast<std::uint64_t>(seed), a, -1.0, 1.0);
+  auto y = r.arange(0, 256, 1, DType::f32, a);
+  auto z = tanh(x * 0.5f + reshape(y, {16, 16}) / 256.0f);
+  auto w = matmul(z, permute(z, {1, 0})).to(b);
+  auto s = sum(relu(w - 0.1f), 1, true);
+  auto q = ferry::quantize_dynamic(z, ferry::quant::Scheme::of(ferry::quant::ValueType::i8).per_axis(0));
+  auto back = ferry::dequantize(q.to(b));
+  auto t = cat({s, sum(back, 1, true)}, 1).to(a);
+  return t.to_data().to_vector<float>();
+}
+}  // namespace
+
+TEST_CASE("many threads times many ops give the inline mode's results", "[async]") {
+  constexpr int threads = 6, per_thread = 12;
+  std::vector<std::vector<float>> want(threads * per_thread);
+  {
+    Router<EigenCpu> ref(EigenCpu(3), {.execution = Execution::Inline});
+    for (int i = 0; i < threads * per_thread; ++i) want[static_cast<std::size_t>(i)] = program(ref, i);
+  }
+  Router<EigenCpu> r(EigenCpu(3), {.execution = Execution::Async, .queue_capacity = 8});
+  std::vector<std::vector<float>> got(want.size());
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t)
+    pool.emplace_back([&, t] {
+      for (int k = 0; k < per_thread; ++k) {
+        const int i = t * per_thread + k;
+        got[static_cast<std::size_t>(i)] = program(r, i);
+      }
+    });
+  for (auto& th : pool) th.join();
+  r.sync();
+  for (std::size_t i = 0; i < want.size(); ++i) REQUIRE(got[i] == want[i]);
+  for (auto d : r.devices()) {
+    REQUIRE(r.stats(d).live_tensors == 0);
+    REQUIRE(r.backend().allocated_bytes(d) == 0);
+  }
+}
+
+TEST_CASE("tensors moving both ways between two devices with tiny queues finish", "[async]") {
+  Router<EigenCpu> r(EigenCpu(2), {.execution = Execution::Async, .queue_capacity = 1});
+  const CpuDevice d0{0}, d1{1};
+  const auto start = std::chrono::steady_clock::now();
+  std::atomic<int> done{0};
+  auto pingpong = [&](CpuDevice from, CpuDevice to, float seed) {
+    auto t = r.full({32}, seed, DType::f32, from);
+    for (int i = 0; i < 300; ++i) {
+      t = (std::move(t) + 1.0f).to(i % 2 == 0 ? to : from);
+    }
+    auto v = t.to_data().to_vector<float>();
+    REQUIRE(v[0] == seed + 300.0f);
+    ++done;
+  };
+  std::thread a(pingpong, d0, d1, 0.0f), b(pingpong, d1, d0, 1000.0f);
+  a.join();
+  b.join();
+  r.sync();
+  REQUIRE(done == 2);
+  REQUIRE(std::chrono::steady_clock::now() - start < std::chrono::seconds(60));
+  REQUIRE(r.stats(d0).transfers_out + r.stats(d1).transfers_out == 600);
+  REQUIRE(r.backend().allocated_bytes(d0) + r.backend().allocated_bytes(d1) == 0);
+}
+
+namespace {
+/// mini's backend whose `add` waits for a gate, to hold a device's worker busy.
+struct Gate {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool open = false;
+  void wait() {
+    std::unique_lock lk(mu);
+    cv.wait(lk, [&] { return open; });
+  }
+  void release() {
+    {
+      std::lock_guard lk(mu);
+      open = true;
+    }
+    cv.notify_all();
+  }
+};
+struct Gated : mini::Backend {
+  std::shared_ptr<Gate> gate = std::make_shared<Gate>();
+  mini::Buf add(mini::Buf a, mini::Buf b) {
+    gate->wait();
+    return mini::Backend::add(std::move(a), std::move(b));
+  }
+};
+}  // namespace
+
+TEST_CASE("a producer far ahead of its device blocks on the bounded queue", "[async]") {
+  Gated g;
+  auto gate = g.gate;
+  Router<Gated> r(g, {.execution = Execution::Async, .queue_capacity = 4});
+  auto a = r.from_vector(std::vector<float>{1}, {1}, mini::Device{0});
+  r.sync();
+  std::atomic<int> submitted{0};
+  std::thread producer([&] {
+    auto t = a;
+    for (int i = 0; i < 50; ++i) {
+      t = t + a;
+      ++submitted;
+    }
+    REQUIRE(t.to_data().to_vector<float>()[0] == 51.0f);
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  // One add runs (blocked in the gate), the queue holds 4 more tasks (adds and drops).
+  REQUIRE(submitted.load() <= 6);
+  gate->release();
+  producer.join();
+  REQUIRE(submitted.load() == 50);
+}
+
+TEST_CASE("submitting does not wait for the op to run", "[async]") {
+  Gated g;
+  auto gate = g.gate;
+  Router<Gated> r(g, {.execution = Execution::Async});
+  auto a = r.from_vector(std::vector<float>{2}, {2 - 1}, mini::Device{0});
+  auto b = a + a;  // the worker is stuck in the gate; the call returned anyway
+  REQUIRE(b.shape() == ferry::Shape{1});
+  gate->release();
+  REQUIRE(b.to_data().to_vector<float>()[0] == 4.0f);
+}
+
+TEST_CASE("devices run in parallel: one device stuck does not hold up another", "[async]") {
+  Gated g;
+  auto gate = g.gate;
+  Router<Gated> r(g, {.execution = Execution::Async});
+  auto a = r.from_vector(std::vector<float>{1}, {1}, mini::Device{0});
+  auto stuck = a + a;  // device 0's worker is now waiting in the gate
+  auto other = r.from_vector(std::vector<float>{5}, {1}, mini::Device{1});
+  REQUIRE(other.to_data().to_vector<float>()[0] == 5.0f);  // device 1 answers meanwhile
+  gate->release();
+  REQUIRE(stuck.to_data().to_vector<float>()[0] == 2.0f);
+}
+
+TEST_CASE("a failed op poisons its users, surfaces once at sync, and the device keeps going", "[async]") {
+  Router<EigenCpu> r(EigenCpu(2), {.execution = Execution::Async});
+  const CpuDevice d0{0}, d1{1};
+  auto n = r.from_vector(std::vector<std::int64_t>{1, 2, 3}, {3}, d0);
+  auto zero = r.zeros({3}, DType::i64, d0);
+  auto bad = n % zero;
+  auto worse = (bad * 2).to(d1);  // the failure travels with the move
+  auto fine = n + 1;
+  REQUIRE_THROWS_MATCHES(worse.to_data(), ferry::OpFailed,
+                         Says("op 'remainder' on device cpu:0 failed"));
+  REQUIRE(fine.to_data().to_vector<std::int64_t>() == std::vector<std::int64_t>{2, 3, 4});
+  REQUIRE_THROWS_AS(r.sync(d0), ferry::ValueError);
+  REQUIRE_NOTHROW(r.sync(d0));  // reported once
+  REQUIRE_THROWS_AS(r.sync(d1), ferry::OpFailed);  // the move's arrival failed on d1
+  {
+    auto drop_them = std::move(bad);
+    auto and_this = std::move(worse);
+  }
+  r.sync();
+  REQUIRE(r.stats(d1).live_tensors == 0);
+  REQUIRE(r.stats(d0).live_tensors == 3);  // n, zero, fine
+}
+
+TEST_CASE("destroying the router with work still queued neither hangs nor leaks", "[async]") {
+  auto backend = EigenCpu(2);
+  {
+    Router<EigenCpu> r(backend, {.execution = Execution::Async, .queue_capacity = 64});
+    auto x = r.random_normal({128, 128}, 3, CpuDevice{0});
+    for (int i = 0; i < 20; ++i) x = tanh(matmul(x, x) * 0.01f).to(CpuDevice{i % 2 == 0 ? 1 : 0});
+    // x, and the router, go out of scope with most of this still queued.
+  }
+  REQUIRE(backend.allocated_bytes(CpuDevice{0}) == 0);
+  REQUIRE(backend.allocated_bytes(CpuDevice{1}) == 0);
+}

@@ -1,0 +1,73 @@
+// The Backend concept: a backend with only the required part works through the router; the
+// ops it lacks raise ferry::Unsupported naming the op and the backend; quantized ops still work
+// through QuantizedParts on the host.
+#include <catch2/catch.hpp>
+
+#include "matchers.hpp"
+
+#include "mini_backend.hpp"
+
+using ferry_test::Says;
+using ferry::DType;
+
+static_assert(ferry::Backend<mini::Backend>);
+static_assert(ferry::Backend<ferry::EigenCpu>);
+struct NotABackend {
+  using Device = int;
+};
+static_assert(!ferry::Backend<NotABackend>);
+
+TEST_CASE("a backend with only the required part runs its one kernel through the router") {
+  auto mode = GENERATE(ferry::Execution::Inline, ferry::Execution::Async);
+  ferry::Router<mini::Backend> r(mini::Backend{}, {.execution = mode});
+  auto a = r.from_vector(std::vector<float>{1, 2, 3}, {3}, mini::Device{0});
+  auto b = r.from_vector(std::vector<float>{10, 20, 30}, {3}, mini::Device{0});
+  auto c = a + b;
+  REQUIRE(c.dtype() == DType::f32);
+  REQUIRE(c.to_data().to_vector<float>() == std::vector<float>{11, 22, 33});
+  auto moved = c.to(mini::Device{1});
+  REQUIRE(moved.to_data().to_vector<float>() == std::vector<float>{11, 22, 33});
+  REQUIRE(r.stats(mini::Device{1}).transfers_in == 1);
+}
+
+TEST_CASE("an op the backend lacks raises Unsupported naming the op and the backend") {
+  ferry::Router<mini::Backend> r(mini::Backend{}, {.execution = ferry::Execution::Inline});
+  auto a = r.from_vector(std::vector<float>{1, 2, 3}, {3}, mini::Device{0});
+  REQUIRE_THROWS_MATCHES(a * a, ferry::Unsupported,
+                         Says("backend 'mini' does not implement 'mul'"));
+  REQUIRE_THROWS_MATCHES(ferry::exp(a), ferry::Unsupported, Says("'exp'"));
+  REQUIRE_THROWS_MATCHES(r.zeros({2}, DType::f32, mini::Device{0}), ferry::Unsupported,
+                         Says("'float_full'"));
+  // Nothing was lost: a is intact and the router still works.
+  REQUIRE((a + a).to_data().to_vector<float>() == std::vector<float>{2, 4, 6});
+  REQUIRE(r.stats(mini::Device{0}).live_tensors == 1);
+}
+
+TEST_CASE("in async mode a missing kernel surfaces at the read and at sync") {
+  ferry::Router<mini::Backend> r(mini::Backend{}, {.execution = ferry::Execution::Async});
+  auto a = r.from_vector(std::vector<float>{1, 2}, {2}, mini::Device{0});
+  auto m = a * a;  // recorded; fails on the worker
+  REQUIRE_THROWS_MATCHES(m.to_data(), ferry::Error, Says("does not implement 'mul'"));
+  REQUIRE_THROWS_MATCHES(r.sync(), ferry::Unsupported, Says("'mul'"));
+  r.sync();  // the error was reported once; the device keeps working
+  REQUIRE((a + a).to_data().to_vector<float>() == std::vector<float>{2, 4});
+}
+
+TEST_CASE("quantized ops work on a backend without quantized kernels, through QuantizedParts") {
+  auto mode = GENERATE(ferry::Execution::Inline, ferry::Execution::Async);
+  ferry::Router<mini::Backend> r(mini::Backend{}, {.execution = mode});
+  using namespace ferry::quant;
+  std::vector<float> x{-1.0f, -0.5f, 0.0f, 0.25f, 0.5f, 1.0f};
+  auto t = r.from_vector(x, {2, 3}, mini::Device{0});
+  auto q = ferry::quantize(t, Scheme::of(ValueType::i8), {1.0f / 127});
+  auto q1 = q.to(mini::Device{1});
+  REQUIRE(q1.to_parts() == q.to_parts());
+  auto back = ferry::dequantize(q1).to_data().to_vector<float>();
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const float want = std::nearbyint(x[i] * 127.0f) / 127.0f;
+    REQUIRE(back[i] == Approx(static_cast<double>(want)).margin(1e-6));
+  }
+  auto flipped = ferry::dequantize(ferry::q_permute(q1, {1, 0}));
+  REQUIRE(flipped.shape() == ferry::Shape{3, 2});
+  REQUIRE(flipped.to_data().to_vector<float>()[1] == Approx(static_cast<double>(back[3])));
+}

@@ -1,0 +1,100 @@
+// HandleRegistry: register, read-only and read-write takes, drops, kinds, byte counts, and the
+// errors that name the tensor, the op and the device.
+#include <catch2/catch.hpp>
+
+#include "matchers.hpp"
+
+#include "mini_backend.hpp"
+
+using ferry_test::Says;
+using ferry::Access;
+using ferry::DType;
+using ferry::Kind;
+using ferry::TensorRef;
+
+namespace {
+mini::Buf buf(std::vector<double> v) {
+  const auto n = static_cast<std::int64_t>(v.size());
+  return {std::make_shared<std::vector<double>>(std::move(v)), ferry::Shape{n}, DType::f32};
+}
+TensorRef ro(ferry::TensorId id) { return TensorRef(id, {}, DType::f32, Access::ReadOnly); }
+TensorRef rw(ferry::TensorId id) { return TensorRef(id, {}, DType::f32, Access::ReadWrite); }
+}  // namespace
+
+TEST_CASE("a read-only take copies the shared handle and keeps the entry") {
+  ferry::HandleRegistry<mini::Backend> reg("mini:0");
+  reg.put<Kind::Float>(7, buf({1, 2}), 8);
+  auto h = reg.take<Kind::Float>(ro(7), "add");
+  REQUIRE(reg.contains(7));
+  REQUIRE(reg.size() == 1);
+  REQUIRE(reg.bytes() == 8);
+  REQUIRE(h.v.use_count() == 2);  // shared with the registry's copy
+}
+
+TEST_CASE("a read-write take moves the handle out and frees the entry") {
+  ferry::HandleRegistry<mini::Backend> reg("mini:0");
+  reg.put<Kind::Float>(7, buf({1, 2}), 8);
+  auto h = reg.take<Kind::Float>(rw(7), "add");
+  REQUIRE(h.v.use_count() == 1);
+  REQUIRE_FALSE(reg.contains(7));
+  REQUIRE(reg.size() == 0);
+  REQUIRE(reg.bytes() == 0);
+  SECTION("a second take names the tensor, the op and the device") {
+    REQUIRE_THROWS_MATCHES(reg.take<Kind::Float>(ro(7), "mul"), ferry::HandleError,
+                           Says("op 'mul' needs tensor 7 but device mini:0 does not hold it"));
+  }
+}
+
+TEST_CASE("taking a handle of the wrong kind is a HandleError naming both kinds") {
+  ferry::HandleRegistry<mini::Backend> reg("mini:1");
+  reg.put<Kind::Int>(3, buf({1}), 4);
+  REQUIRE_THROWS_MATCHES(reg.take<Kind::Float>(ro(3), "exp"), ferry::HandleError,
+                         Says("op 'exp' wants a Float handle for tensor 3 on device mini:1, "
+                                  "but it holds a Int handle"));
+  REQUIRE(reg.find(3) == Kind::Int);  // untouched
+  REQUIRE(reg.find(4) == std::nullopt);
+}
+
+TEST_CASE("registering an id twice is refused and the first handle stays") {
+  ferry::HandleRegistry<mini::Backend> reg("mini:0");
+  reg.put<Kind::Bool>(1, buf({1}), 1);
+  REQUIRE_THROWS_MATCHES(reg.put<Kind::Bool>(1, buf({0}), 1), ferry::HandleError,
+                         Says("tensor 1 is already registered on device mini:0"));
+  REQUIRE(reg.take<Kind::Bool>(ro(1), "read").v->at(0) == 1.0);
+  REQUIRE(reg.bytes() == 1);
+}
+
+TEST_CASE("quantized handles are taken and dropped like the other kinds") {
+  ferry::HandleRegistry<mini::Backend> reg("mini:0");
+  auto parts = std::make_shared<const ferry::quant::QuantizedParts>();
+  reg.put<Kind::Quantized>(9, parts, 5);
+  {
+    auto shared = reg.take<Kind::Quantized>(ro(9), "to_device");
+    REQUIRE(shared.get() == parts.get());
+    REQUIRE(reg.contains(9));
+  }
+  auto owned = reg.take<Kind::Quantized>(rw(9), "to_device");
+  REQUIRE(owned.get() == parts.get());
+  REQUIRE_FALSE(reg.contains(9));
+  REQUIRE_FALSE(reg.drop(9));  // nothing left: a normal no-op
+}
+
+TEST_CASE("a failed tensor reports the original error to its users until dropped") {
+  ferry::HandleRegistry<mini::Backend> reg("mini:0");
+  reg.mark_failed(5, "op 'div' on device mini:0 failed: division by zero");
+  REQUIRE_THROWS_MATCHES(reg.take<Kind::Float>(ro(5), "exp"), ferry::OpFailed,
+                         Says("op 'exp' cannot use tensor 5 on device mini:0: op 'div' on "
+                                  "device mini:0 failed: division by zero"));
+  REQUIRE(reg.failed_size() == 1);
+  reg.drop(5);
+  REQUIRE(reg.failed_size() == 0);
+}
+
+TEST_CASE("drops return the byte count to zero") {
+  ferry::HandleRegistry<mini::Backend> reg("mini:0");
+  for (ferry::TensorId i = 1; i <= 100; ++i) reg.put<Kind::Float>(i, buf({1, 2, 3}), 12);
+  REQUIRE(reg.bytes() == 1200);
+  for (ferry::TensorId i = 1; i <= 100; ++i) REQUIRE(reg.drop(i));
+  REQUIRE(reg.size() == 0);
+  REQUIRE(reg.bytes() == 0);
+}
