@@ -1,0 +1,197 @@
+// Ferry: EigenCpu's device, buffer (64-byte aligned, accounted per device) and tensor handle.
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <fmt/format.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <new>
+#include <ostream>
+#include <utility>
+
+#include "ferry/dtype.hpp"
+#include "ferry/error.hpp"
+#include "ferry/shape.hpp"
+
+namespace ferry {
+
+/// One logical CPU device of an EigenCpu backend; printed as `cpu:<index>`.
+struct CpuDevice {
+  int index = 0;
+  friend bool operator==(CpuDevice, CpuDevice) = default;
+};
+
+inline std::ostream& operator<<(std::ostream& os, CpuDevice d) { return os << "cpu:" << d.index; }
+
+namespace detail::cpu {
+
+/// Live bytes and buffers ever allocated on one device. Buffers on any thread touch these,
+/// so they are atomics and nothing else in the backend is mutable.
+struct DeviceCounters {
+  std::atomic<std::int64_t> bytes{0};
+  std::atomic<std::int64_t> allocations{0};
+};
+
+/// The accounting of all devices of one EigenCpu (and of every copy of it). Buffers keep it
+/// alive through a shared_ptr, so a tensor may outlive the backend object that made it.
+class Accounts {
+ public:
+  explicit Accounts(int num_devices)
+      : n_(num_devices),
+        counters_(std::make_unique<DeviceCounters[]>(
+            static_cast<std::size_t>(num_devices < 0 ? 0 : num_devices))) {}
+  [[nodiscard]] int size() const noexcept { return n_; }
+  [[nodiscard]] DeviceCounters& operator[](int device) const noexcept {
+    return counters_[static_cast<std::size_t>(device)];
+  }
+  /// Throws DeviceError naming `op` unless 0 <= device < size().
+  void check(int device, const char* op) const {
+    if (device < 0 || device >= n_)
+      detail::raise<DeviceError>("device",
+                                 "{}: unknown device cpu:{} (this eigen-cpu backend has {} "
+                                 "device{}: cpu:0..cpu:{})",
+                                 op, device, n_, n_ == 1 ? "" : "s", n_ - 1);
+  }
+
+ private:
+  int n_;
+  std::unique_ptr<DeviceCounters[]> counters_;
+};
+
+using AccountsPtr = std::shared_ptr<Accounts>;
+
+}  // namespace detail::cpu
+
+/// @brief Storage of one CpuTensor: `size()` bytes, 64-byte aligned, counted on its device.
+///
+/// Construction adds its bytes to the device's live-byte counter and bumps the device's
+/// allocation count; destruction subtracts the bytes. Not copyable: tensors share a buffer
+/// through `std::shared_ptr`, and a buffer whose use_count is above one is never written.
+class CpuBuffer {
+ public:
+  static constexpr std::size_t alignment = 64;
+
+  CpuBuffer(detail::cpu::AccountsPtr accounts, int device, std::size_t bytes)
+      : accounts_(std::move(accounts)), device_(device), size_(bytes) {
+    accounts_->check(device_, "alloc");
+    if (size_ > 0)
+      data_ = static_cast<std::byte*>(::operator new (size_, std::align_val_t{alignment}));
+    auto& c = (*accounts_)[device_];
+    c.bytes.fetch_add(static_cast<std::int64_t>(size_), std::memory_order_relaxed);
+    c.allocations.fetch_add(1, std::memory_order_relaxed);
+  }
+  ~CpuBuffer() {
+    if (data_ != nullptr) ::operator delete (data_, std::align_val_t{alignment});
+    (*accounts_)[device_].bytes.fetch_sub(static_cast<std::int64_t>(size_),
+                                          std::memory_order_relaxed);
+  }
+  CpuBuffer(const CpuBuffer&) = delete;
+  CpuBuffer& operator=(const CpuBuffer&) = delete;
+
+  [[nodiscard]] std::byte* data() noexcept { return data_; }
+  [[nodiscard]] const std::byte* data() const noexcept { return data_; }
+  [[nodiscard]] std::size_t size() const noexcept { return size_; }
+  [[nodiscard]] int device() const noexcept { return device_; }
+
+ private:
+  detail::cpu::AccountsPtr accounts_;
+  int device_;
+  std::size_t size_;
+  std::byte* data_ = nullptr;
+};
+
+/// @brief EigenCpu's handle for every plain kind (Float, Int, Bool): a contiguous row-major
+/// tensor of `dtype` (bool stored as one byte, 0 or 1) in `buf`, living on device `device`.
+///
+/// Kernels take handles by value: a handle whose `buf.use_count()` is 1 is held by the kernel
+/// alone (read-write) and its buffer may be reused for the output; a shared one is read-only.
+struct CpuTensor {
+  std::shared_ptr<CpuBuffer> buf;
+  Shape shape;
+  DType dtype = DType::f32;
+  int device = 0;
+
+  [[nodiscard]] std::int64_t numel() const noexcept { return shape.numel(); }
+  [[nodiscard]] std::size_t nbytes() const noexcept {
+    return static_cast<std::size_t>(shape.numel()) * dtype_size(dtype);
+  }
+  /// Typed pointer to the first element (no dtype check; kernels check before they look).
+  template <class T>
+  [[nodiscard]] T* data() const noexcept {
+    return buf ? reinterpret_cast<T*>(buf->data()) : nullptr;
+  }
+};
+
+namespace detail::cpu {
+
+/// A new, uninitialised tensor of `shape` and `dtype` on `device`.
+inline CpuTensor alloc(const AccountsPtr& acc, int device, Shape shape, DType dtype) {
+  const auto bytes = static_cast<std::size_t>(shape.numel()) * dtype_size(dtype);
+  return CpuTensor{std::make_shared<CpuBuffer>(acc, device, bytes), std::move(shape), dtype,
+                   device};
+}
+
+/// True when the kernel holds `in` alone and its buffer has exactly the bytes of the output.
+inline bool reusable(const CpuTensor& in, std::int64_t out_numel, DType out_dtype) noexcept {
+  return in.buf && in.buf.use_count() == 1 && in.dtype == out_dtype &&
+         in.shape.numel() == out_numel;
+}
+
+/// The output of an elementwise kernel: `in`'s own buffer when the kernel holds it alone
+/// (read-write) and the output has its dtype and size, else a fresh buffer. Sharing `in`'s
+/// buffer is safe because writes go element i -> element i after element i was read.
+inline CpuTensor reuse_or_alloc(const AccountsPtr& acc, const CpuTensor& in, Shape shape,
+                                DType dtype) {
+  if (reusable(in, shape.numel(), dtype))
+    return CpuTensor{in.buf, std::move(shape), dtype, in.device};
+  return alloc(acc, in.device, std::move(shape), dtype);
+}
+
+/// Validates a handle reaching kernel `op`: a live, consistent buffer on a known device.
+inline void check(const AccountsPtr& acc, const CpuTensor& t, const char* op) {
+  if (!t.buf)
+    detail::raise<HandleError>("cpu.handle", "{}: the handle has no buffer (moved from?)", op);
+  if (t.dtype == DType::quantized)
+    detail::raise<DTypeError>("cpu.dtype", "{}: a quantized tensor is not a plain handle", op);
+  for (auto d : t.shape)
+    if (d < 0)
+      detail::raise<ShapeError>("cpu.shape", "{}: shape {} has a negative dim", op, t.shape);
+  if (t.buf->size() != t.nbytes())
+    detail::raise<ShapeError>("cpu.handle",
+                              "{}: a {} handle of shape {} needs {} bytes but its buffer has {}",
+                              op, t.dtype, t.shape, t.nbytes(), t.buf->size());
+  acc->check(t.device, op);
+  if (t.buf->device() != t.device)
+    detail::raise<DeviceError>("device", "{}: handle says cpu:{} but its buffer is on cpu:{}", op,
+                               t.device, t.buf->device());
+}
+
+/// Throws DTypeError naming `op` unless `t` is of kind `k`.
+inline void check_kind(const CpuTensor& t, Kind k, const char* op) {
+  if (kind_of(t.dtype) != k)
+    detail::raise<DTypeError>("cpu.dtype", "{}: expected a {} tensor, got {}", op, k, t.dtype);
+}
+
+/// Throws unless two operands share dtype and device.
+inline void check_same(const CpuTensor& a, const CpuTensor& b, const char* op) {
+  if (a.dtype != b.dtype)
+    detail::raise<DTypeError>("cpu.dtype", "{}: operands have different dtypes {} and {}", op,
+                              a.dtype, b.dtype);
+  if (a.device != b.device)
+    detail::raise<DeviceError>("device", "{}: operands live on cpu:{} and cpu:{}", op, a.device,
+                               b.device);
+}
+
+}  // namespace detail::cpu
+}  // namespace ferry
+
+template <>
+struct fmt::formatter<ferry::CpuDevice> : fmt::formatter<std::string_view> {
+  template <class Ctx>
+  auto format(ferry::CpuDevice d, Ctx& ctx) const {
+    return fmt::format_to(ctx.out(), "cpu:{}", d.index);
+  }
+};

@@ -1,0 +1,130 @@
+// Ferry: EigenCpu's creation kernels: full, arange and a counter-based random generator.
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <type_traits>
+
+#include "ferry/backends/eigen_cpu/buffer.hpp"
+#include "ferry/backends/eigen_cpu/convert.hpp"
+#include "ferry/backends/eigen_cpu/loops.hpp"
+#include "ferry/detail/parallel.hpp"
+#include "ferry/dtype.hpp"
+#include "ferry/error.hpp"
+#include "ferry/params.hpp"
+#include "ferry/shape.hpp"
+
+namespace ferry::detail::cpu {
+
+inline void check_create(const AccountsPtr& acc, const Shape& shape, DType dtype, Kind kind,
+                         int device, const char* op) {
+  acc->check(device, op);
+  if (kind_of(dtype) != kind)
+    detail::raise<DTypeError>("cpu.dtype", "{}: dtype {} is not of kind {}", op, dtype, kind);
+  for (auto d : shape)
+    if (d < 0) detail::raise<ShapeError>("shape", "{}: shape {} has a negative dim", op, shape);
+}
+
+/// A tensor of `shape` filled with `value` converted as a cast would (see convert).
+inline CpuTensor full(const AccountsPtr& acc, const Shape& shape, DType dtype, const Scalar& value,
+                      int device, Kind kind, const char* op) {
+  check_create(acc, shape, dtype, kind, device, op);
+  CpuTensor out = alloc(acc, device, shape, dtype);
+  visit_dtype(dtype, [&]<class T>(T) {
+    const T v = scalar_cast<T>(value);
+    T* o = out.data<T>();
+    parallel_for(0, out.numel(), kGrain,
+                 [&](std::int64_t lo, std::int64_t hi) { std::fill(o + lo, o + hi, v); });
+  });
+  return out;
+}
+
+/// [start, start + step, ...] of n elements: computed in f64 for float dtypes, in wrapping
+/// i64 for integer ones (whose start and step must be whole numbers: ValueError otherwise).
+inline CpuTensor arange(const AccountsPtr& acc, const Scalar& start, const Scalar& step,
+                        std::int64_t n, DType dtype, int device, Kind kind, const char* op) {
+  if (n < 0) detail::raise<ValueError>("cpu.arange", "{}: negative length {}", op, n);
+  check_create(acc, Shape{n}, dtype, kind, device, op);
+  CpuTensor out = alloc(acc, device, Shape{n}, dtype);
+  visit_dtype(dtype, [&]<class T>(T) {
+    T* o = out.data<T>();
+    if constexpr (std::is_floating_point_v<T>) {
+      const double s = start.as<double>(), d = step.as<double>();
+      parallel_for(0, n, kGrain, [&](std::int64_t lo, std::int64_t hi) {
+        for (std::int64_t i = lo; i < hi; ++i)
+          o[i] = static_cast<T>(s + static_cast<double>(i) * d);
+      });
+    } else if constexpr (std::is_integral_v<T> && !std::is_same_v<T, std::uint8_t>) {
+      const auto s = static_cast<std::uint64_t>(scalar_operand<std::int64_t>(start, op));
+      const auto d = static_cast<std::uint64_t>(scalar_operand<std::int64_t>(step, op));
+      parallel_for(0, n, kGrain, [&](std::int64_t lo, std::int64_t hi) {
+        for (std::int64_t i = lo; i < hi; ++i)
+          o[i] = static_cast<T>(static_cast<std::int64_t>(s + static_cast<std::uint64_t>(i) * d));
+      });
+    }
+  });
+  return out;
+}
+
+/// splitmix64's output for counter i of stream `seed`: element i of a tensor depends only on
+/// (seed, i), so the values are the same for any thread count and chunking.
+constexpr std::uint64_t random_bits(std::uint64_t seed, std::uint64_t i) noexcept {
+  std::uint64_t z = seed + (i + 1) * 0x9E3779B97F4A7C15ULL;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  return z ^ (z >> 31);
+}
+
+/// Uniform on [0, 1) with 53 random bits.
+constexpr double random_unit(std::uint64_t seed, std::uint64_t i) noexcept {
+  return static_cast<double>(random_bits(seed, i) >> 11) * 0x1.0p-53;
+}
+
+/// @brief Uniform [a, b) or normal(mean a, std b) values, deterministic for a seed.
+///
+/// Uniform: a + (b - a) * u with u from 53 bits, then rounded to the dtype (a value that
+/// rounds up to b is moved to the largest value below b). Normal: Box-Muller on the pair of
+/// counters (2k, 2k+1), cos for even and sin for odd elements. The bits are identical on every
+/// machine; normal values go through the C library's log/sqrt/cos/sin, so they agree to the
+/// last bit wherever those are correctly rounded (glibc) and within an ulp elsewhere.
+inline CpuTensor random(const AccountsPtr& acc, const Shape& shape, DType dtype,
+                        const Distribution& dist, std::uint64_t seed, int device) {
+  check_create(acc, shape, dtype, Kind::Float, device, "random");
+  if (!std::isfinite(dist.a) || !std::isfinite(dist.b) ||
+      (dist.kind == Distribution::Kind::uniform ? dist.b < dist.a : dist.b < 0))
+    detail::raise<ValueError>("cpu.random", "random: invalid distribution {}", dist);
+  CpuTensor out = alloc(acc, device, shape, dtype);
+  visit_dtype(dtype, [&]<class T>(T) {
+    if constexpr (std::is_floating_point_v<T>) {
+      T* o = out.data<T>();
+      const double a = dist.a, b = dist.b;
+      if (dist.kind == Distribution::Kind::uniform) {
+        const T hi = static_cast<T>(b), below = std::nextafter(hi, static_cast<T>(a));
+        parallel_for(0, out.numel(), kGrain, [&](std::int64_t lo, std::int64_t e) {
+          for (std::int64_t i = lo; i < e; ++i) {
+            const T v =
+                static_cast<T>(a + (b - a) * random_unit(seed, static_cast<std::uint64_t>(i)));
+            o[i] = (v >= hi && b > a) ? std::max(below, static_cast<T>(a)) : v;
+          }
+        });
+      } else {
+        constexpr double two_pi = 6.283185307179586476925286766559;
+        parallel_for(0, out.numel(), kGrain, [&](std::int64_t lo, std::int64_t e) {
+          for (std::int64_t i = lo; i < e; ++i) {
+            const auto k = static_cast<std::uint64_t>(i) & ~std::uint64_t{1};
+            const double u1 = 1.0 - random_unit(seed, k);  // (0, 1]: log is finite
+            const double u2 = random_unit(seed, k + 1);
+            const double r = std::sqrt(-2.0 * std::log(u1));
+            const double z = (i & 1) ? r * std::sin(two_pi * u2) : r * std::cos(two_pi * u2);
+            o[i] = static_cast<T>(a + b * z);
+          }
+        });
+      }
+    }
+  });
+  return out;
+}
+
+}  // namespace ferry::detail::cpu

@@ -1,0 +1,244 @@
+// Tests of the EigenCpu reference backend, called directly (no router): devices, data in/out,
+// accounting, transfers, in-place reuse and concurrency. Expected values are computed independently
+// in the test (by hand or naive loops).
+#include "eigen_cpu_helpers.hpp"
+
+using namespace ferry;
+using namespace ferry_test;
+
+TEST_CASE("the backend names its devices and rejects unknown ones", "[eigen_cpu]") {
+  EigenCpu cpu(3);
+  STATIC_REQUIRE(EigenCpu::name() == "eigen-cpu");
+  REQUIRE(cpu.devices() == std::vector<CpuDevice>{{0}, {1}, {2}});
+  REQUIRE(fmt::format("{}", CpuDevice{2}) == "cpu:2");
+  std::ostringstream os;
+  os << CpuDevice{1};
+  REQUIRE(os.str() == "cpu:1");
+  REQUIRE_THROWS_MATCHES(cpu.allocated_bytes(CpuDevice{3}), DeviceError,
+                         Contains("unknown device cpu:3"));
+  REQUIRE_THROWS_MATCHES(make(cpu, std::vector<float>{1}, Shape{1}, CpuDevice{7}), DeviceError,
+                         Contains("[ferry.device] float_from_data: unknown device cpu:7"));
+  REQUIRE_THROWS_AS(cpu.float_full(Shape{2}, DType::f32, 1, CpuDevice{-1}), DeviceError);
+  REQUIRE_THROWS_AS(EigenCpu(0), ValueError);
+}
+
+TEST_CASE("data round-trips through every plain dtype", "[eigen_cpu]") {
+  EigenCpu cpu;
+  REQUIRE(read<float>(cpu, make(cpu, std::vector<float>{1.5f, -2, 3}, Shape{3})) ==
+          std::vector<float>{1.5f, -2, 3});
+  REQUIRE(read<double>(cpu, make(cpu, std::vector<double>{1e300, -0.0}, Shape{2, 1})) ==
+          std::vector<double>{1e300, -0.0});
+  REQUIRE(read<std::int32_t>(cpu, make(cpu, std::vector<std::int32_t>{7, -8}, Shape{2})) ==
+          std::vector<std::int32_t>{7, -8});
+  const auto big = std::numeric_limits<std::int64_t>::max();
+  REQUIRE(read<std::int64_t>(cpu, make(cpu, std::vector<std::int64_t>{big, 1}, Shape{1, 2})) ==
+          std::vector<std::int64_t>{big, 1});
+  auto scalar = make(cpu, std::vector<float>{4}, Shape{});
+  REQUIRE(scalar.shape.rank() == 0);
+  REQUIRE(read<float>(cpu, scalar) == std::vector<float>{4});
+  auto empty = make(cpu, std::vector<float>{}, Shape{0, 3});
+  REQUIRE(cpu.nbytes(empty) == 0);
+  REQUIRE(cpu.float_into_data(empty).shape() == Shape{0, 3});
+
+  SECTION("bool bytes are normalised to 0/1") {
+    std::vector<std::byte> raw{std::byte{0}, std::byte{2}, std::byte{255}};
+    auto t = cpu.bool_from_data(TensorData(Shape{3}, DType::boolean, raw), D0);
+    REQUIRE(read<std::uint8_t>(cpu, t) == std::vector<std::uint8_t>{0, 1, 1});
+  }
+  SECTION("a kind mismatch is a DTypeError naming the op") {
+    auto d = TensorData::from(std::vector<std::int32_t>{1, 2});
+    REQUIRE_THROWS_MATCHES(cpu.float_from_data(d, D0), DTypeError,
+                           Contains("float_from_data: data of dtype i32 is not of kind Float"));
+    REQUIRE_THROWS_AS(cpu.bool_from_data(d, D0), DTypeError);
+    auto f = make(cpu, std::vector<float>{1}, Shape{1});
+    REQUIRE_THROWS_MATCHES(cpu.int_into_data(f), DTypeError, Contains("int_into_data"));
+  }
+  SECTION("a moved-from handle is an error, not a crash") {
+    auto f = make(cpu, std::vector<float>{1}, Shape{1});
+    auto g = std::move(f);
+    REQUIRE_THROWS_MATCHES(cpu.exp(f), HandleError, Contains("exp: the handle has no buffer"));
+  }
+}
+
+TEST_CASE("accounting counts live bytes per device and returns to zero", "[eigen_cpu]") {
+  EigenCpu cpu(2);
+  {
+    auto a = make(cpu, std::vector<double>(10, 1.0), Shape{10});
+    REQUIRE(cpu.allocated_bytes(D0) == 80);
+    REQUIRE(cpu.allocated_bytes(D1) == 0);
+    REQUIRE(cpu.allocations(D0) == 1);
+    auto b = cpu.float_full(Shape{2, 2}, DType::f32, 0.5, D1);
+    REQUIRE(cpu.allocated_bytes(D1) == 16);
+    EigenCpu copy = cpu;  // copies share the accounting
+    REQUIRE(copy.allocated_bytes(D1) == 16);
+  }
+  REQUIRE(cpu.allocated_bytes(D0) == 0);
+  REQUIRE(cpu.allocated_bytes(D1) == 0);
+  REQUIRE(cpu.allocations(D0) == 1);
+}
+
+TEST_CASE("a transfer is a real copy accounted on both devices", "[eigen_cpu]") {
+  EigenCpu cpu(2);
+  auto a = make(cpu, std::vector<std::int64_t>{1, 2, 3}, Shape{3});
+  auto b = cpu.int_to_device(a, D1);
+  REQUIRE(b.device == 1);
+  REQUIRE(ptr(a) != ptr(b));
+  REQUIRE(cpu.allocated_bytes(D0) == 24);
+  REQUIRE(cpu.allocated_bytes(D1) == 24);
+  REQUIRE(read<std::int64_t>(cpu, b) == std::vector<std::int64_t>{1, 2, 3});
+  auto same = cpu.int_to_device(a, D0);  // same device: the handle itself
+  REQUIRE(ptr(same) == ptr(a));
+  REQUIRE(cpu.allocations(D0) == 1);
+  auto m = make_bool(cpu, {1, 0}, Shape{2});
+  REQUIRE(read<std::uint8_t>(cpu, cpu.bool_to_device(m, D1)) == std::vector<std::uint8_t>{1, 0});
+  auto f = cpu.float_to_device(make(cpu, std::vector<float>{2.5f}, Shape{1}), D1);
+  REQUIRE(read<float>(cpu, f) == std::vector<float>{2.5f});
+  REQUIRE_THROWS_MATCHES(cpu.int_to_device(a, CpuDevice{2}), DeviceError,
+                         Contains("int_to_device: unknown device cpu:2"));
+  REQUIRE_THROWS_AS(cpu.float_to_device(a, D1), DTypeError);
+  a = {};
+  b = {};
+  same = {};
+  m = {};
+  f = {};
+  REQUIRE(cpu.allocated_bytes(D0) == 0);
+  REQUIRE(cpu.allocated_bytes(D1) == 0);
+  SECTION("operands on different devices are rejected") {
+    auto x = make(cpu, std::vector<float>{1}, Shape{1}, D0);
+    auto y = make(cpu, std::vector<float>{1}, Shape{1}, D1);
+    REQUIRE_THROWS_MATCHES(cpu.add(x, y), DeviceError,
+                           Contains("add: operands live on cpu:0 and cpu:1"));
+  }
+}
+
+TEST_CASE("a handle held once is reused in place, a shared one never written", "[eigen_cpu]") {
+  EigenCpu cpu;
+  auto fresh = [&] { return make(cpu, std::vector<float>{1, 2, 3, 4}, Shape{2, 2}); };
+  SECTION("binary op") {
+    auto a = fresh();
+    auto b = fresh();
+    const void* pa = ptr(a);
+    const auto before = cpu.allocations(D0);
+    auto c = cpu.add(std::move(a), b);
+    REQUIRE(cpu.allocations(D0) == before);
+    REQUIRE(ptr(c) == pa);
+    REQUIRE(read<float>(cpu, c) == std::vector<float>{2, 4, 6, 8});
+
+    auto keep = c;  // shared now: read-only
+    auto d = cpu.mul(c, b);
+    REQUIRE(cpu.allocations(D0) == before + 1);
+    REQUIRE(ptr(d) != pa);
+    REQUIRE(read<float>(cpu, keep) == std::vector<float>{2, 4, 6, 8});
+    REQUIRE(read<float>(cpu, d) == std::vector<float>{2, 8, 18, 32});
+  }
+  SECTION("the second operand is reused when the first is broadcast") {
+    auto row = make(cpu, std::vector<float>{10, 20}, Shape{2});
+    auto b = fresh();
+    const void* pb = ptr(b);
+    auto c = cpu.sub(row, std::move(b));
+    REQUIRE(ptr(c) == pb);
+    REQUIRE(read<float>(cpu, c) == std::vector<float>{9, 18, 7, 16});
+  }
+  SECTION("a broadcast operand is not reused even when held once") {
+    auto row = make(cpu, std::vector<float>{10, 20}, Shape{2});
+    auto b = fresh();
+    auto keep = b;
+    const void* pr = ptr(row);
+    auto c = cpu.add(std::move(row), b);
+    REQUIRE(ptr(c) != pr);
+    REQUIRE(c.shape == Shape{2, 2});
+  }
+  SECTION("unary, scalar and clamp ops") {
+    auto a = fresh();
+    const void* p = ptr(a);
+    const auto before = cpu.allocations(D0);
+    a = cpu.exp(std::move(a));
+    a = cpu.add_scalar(std::move(a), 1.0);
+    a = cpu.clamp(std::move(a), 0.0, 5.0);
+    a = cpu.neg(std::move(a));
+    REQUIRE(ptr(a) == p);
+    REQUIRE(cpu.allocations(D0) == before);
+    auto shared = a;
+    auto b = cpu.abs(a);
+    REQUIRE(ptr(b) != p);
+    REQUIRE(read<float>(cpu, shared)[3] == -5.0f);
+  }
+  SECTION("comparisons reuse only bool inputs") {
+    auto a = fresh();
+    const void* pa = ptr(a);
+    auto m = cpu.greater_scalar(std::move(a), 2);
+    REQUIRE(ptr(m) != pa);  // f32 -> bool: different size
+    const void* pm = ptr(m);
+    auto n = cpu.equal_scalar(std::move(m), true);
+    REQUIRE(ptr(n) == pm);
+    REQUIRE(read<std::uint8_t>(cpu, n) == std::vector<std::uint8_t>{0, 0, 1, 1});
+    n = cpu.logical_not(std::move(n));
+    REQUIRE(ptr(n) == pm);
+  }
+  SECTION("reshape moves or shares the buffer, never copies") {
+    auto a = fresh();
+    const void* p = ptr(a);
+    const auto before = cpu.allocations(D0);
+    auto r = cpu.reshape(std::move(a), Shape{4});
+    REQUIRE(ptr(r) == p);
+    REQUIRE(r.buf.use_count() == 1);
+    auto s = cpu.reshape(r, Shape{1, 4});
+    REQUIRE(ptr(s) == p);
+    REQUIRE(r.buf.use_count() == 2);
+    REQUIRE(cpu.allocations(D0) == before);
+    // The shared buffer is now read-only for both.
+    auto t = cpu.add_scalar(s, 1);
+    REQUIRE(ptr(t) != p);
+    REQUIRE(read<float>(cpu, r) == std::vector<float>{1, 2, 3, 4});
+  }
+  SECTION("slice_assign writes in place only when held once") {
+    auto a = fresh();
+    const void* p = ptr(a);
+    auto v = make(cpu, std::vector<float>{9, 9}, Shape{2, 1});
+    std::vector<Range> rg{{0, 2, 1}, {1, 2, 1}};
+    auto keep = a;
+    auto b = cpu.slice_assign(a, rg, v);
+    REQUIRE(ptr(b) != p);
+    REQUIRE(read<float>(cpu, keep) == std::vector<float>{1, 2, 3, 4});
+    REQUIRE(read<float>(cpu, b) == std::vector<float>{1, 9, 3, 9});
+    keep = {};
+    a = {};
+    const void* pb = ptr(b);
+    const auto before = cpu.allocations(D0);
+    auto c = cpu.slice_assign(std::move(b), rg, make(cpu, std::vector<float>{7, 8}, Shape{2, 1}));
+    REQUIRE(cpu.allocations(D0) == before + 1);  // only the value's buffer
+    REQUIRE(ptr(c) == pb);
+    REQUIRE(read<float>(cpu, c) == std::vector<float>{1, 7, 3, 8});
+  }
+  SECTION("where reuses a branch held once") {
+    auto m = make_bool(cpu, {1, 0}, Shape{2});
+    auto a = fresh();
+    auto b = fresh();
+    const void* pb = ptr(b);
+    auto keep = a;
+    auto c = cpu.where(m, a, std::move(b));
+    REQUIRE(ptr(c) == pb);
+    REQUIRE(read<float>(cpu, c) == std::vector<float>{1, 2, 3, 4});
+  }
+}
+
+TEST_CASE("kernels on different devices run concurrently with exact accounting", "[eigen_cpu]") {
+  EigenCpu cpu(2);
+  auto work = [&](CpuDevice d) {
+    for (int it = 0; it < 20; ++it) {
+      auto a = cpu.float_random(Shape{256, 256}, DType::f32, Distribution::uniform(),
+                                static_cast<std::uint64_t>(it), d);
+      auto b = cpu.matmul(a, a);
+      b = cpu.relu(std::move(b));
+      auto s = cpu.sum(std::move(b), std::nullopt, false);
+      auto t = cpu.float_to_device(std::move(s), CpuDevice{1 - d.index});
+      REQUIRE(t.device == 1 - d.index);
+    }
+  };
+  std::thread t0(work, D0), t1(work, D1);
+  t0.join();
+  t1.join();
+  REQUIRE(cpu.allocated_bytes(D0) == 0);
+  REQUIRE(cpu.allocated_bytes(D1) == 0);
+  REQUIRE(cpu.allocations(D0) > 40);
+}
