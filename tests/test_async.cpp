@@ -34,7 +34,7 @@ std::vector<float> program(Router<EigenCpu>& r, int seed) {
   auto s = sum(relu(w - 0.1f), 1, true);
   auto q = ferry::quantize_dynamic(z, ferry::quant::Scheme::of(ferry::quant::ValueType::i8).per_axis(0));
   auto back = ferry::dequantize(q.to(b));
-  auto t = cat({s, sum(back, 1, true)}, 1).to(a);
+  auto t = ferry::cat(std::vector<T>{s, sum(back, 1, true)}, 1).to(a);
   return t.to_data().to_vector<float>();
 }
 }  // namespace

@@ -16,3 +16,4 @@
 #include "ferry/router.hpp"
 #include "ferry/shape.hpp"
 #include "ferry/tensor.hpp"
+#include "ferry/trace.hpp"

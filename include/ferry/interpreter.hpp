@@ -13,10 +13,9 @@
 #include <vector>
 
 #include "ferry/backend.hpp"
+#include "ferry/detail/quant_host.hpp"
 #include "ferry/error.hpp"
 #include "ferry/ir.hpp"
-#include "ferry/quant/kernels.hpp"
-#include "ferry/quant/layout.hpp"
 #include "ferry/registry.hpp"
 
 namespace ferry {
@@ -104,23 +103,22 @@ class Interpreter {
     ++stats_.ops;
     Handle h = reg_.take_any(o.in, "to_device");
     const std::size_t n = bytes_of(h, o.in);
-    Handle moved = std::visit(
-        [&]<class H>(H&) -> Handle {
-          switch (h.index()) {
-            case 0:
-              return Handle(std::in_place_index<0>,
-                            b_.float_to_device(std::get<0>(std::move(h)), target));
-            case 1:
-              return Handle(std::in_place_index<1>,
-                            b_.int_to_device(std::get<1>(std::move(h)), target));
-            case 2:
-              return Handle(std::in_place_index<2>,
-                            b_.bool_to_device(std::get<2>(std::move(h)), target));
-            default:
-              return Handle(std::in_place_index<3>, q_to_device(std::get<3>(std::move(h)), target));
-          }
-        },
-        h);
+    Handle moved = [&]() -> Handle {
+      switch (h.index()) {
+        case 0:
+          return Handle(std::in_place_index<0>,
+                        b_.float_to_device(std::get<0>(std::move(h)), target));
+        case 1:
+          return Handle(std::in_place_index<1>,
+                        b_.int_to_device(std::get<1>(std::move(h)), target));
+        case 2:
+          return Handle(std::in_place_index<2>,
+                        b_.bool_to_device(std::get<2>(std::move(h)), target));
+        default:
+          return Handle(std::in_place_index<3>,
+                        detail::qhost::to_device(b_, std::get<3>(std::move(h)), target));
+      }
+    }();
     stats_.bytes_out += n;
     ++stats_.transfers_out;
     return moved;
@@ -310,14 +308,14 @@ class Interpreter {
     put<K>(o.out, FERRY_KERNEL(H<K>, b_, n, std::move(x), o.dim, o.keepdim)); \
     break;
         FERRY_DETAIL_CASE(sum)
-        FERRY_DETAIL_CASE(prod) FERRY_DETAIL_CASE(mean) FERRY_DETAIL_CASE(max)
-            FERRY_DETAIL_CASE(min)
+        FERRY_DETAIL_CASE(prod)
+        FERRY_DETAIL_CASE(mean) FERRY_DETAIL_CASE(max) FERRY_DETAIL_CASE(min)
 #undef FERRY_DETAIL_CASE
 #define FERRY_DETAIL_CASE(n)                                                                  \
   case ReduceKind::n:                                                                         \
     put<Kind::Int>(o.out, FERRY_KERNEL(H<Kind::Int>, b_, n, std::move(x), o.dim, o.keepdim)); \
     break;
-                FERRY_DETAIL_CASE(argmax) FERRY_DETAIL_CASE(argmin)
+            FERRY_DETAIL_CASE(argmax) FERRY_DETAIL_CASE(argmin)
 #undef FERRY_DETAIL_CASE
       }
     });
@@ -399,142 +397,71 @@ class Interpreter {
   }
 
   // ---- quantized ------------------------------------------------------------------------------
-  // Each uses the backend's kernel when it has one, else the host path through QuantizedParts.
-  std::vector<float> host_floats(const TensorRef& in, const char* op) {
-    auto x = take<Kind::Float>(in, op);
-    TensorData d = b_.float_into_data(std::move(x));
-    if (d.dtype() == DType::f32) {
-      auto v = d.values<float>();
-      return {v.begin(), v.end()};
-    }
-    return d.to_vector<float>();
-  }
+  // Each uses the backend's kernel when it has one, else the host path through QuantizedParts
+  // (detail/quant_host.hpp), so quantized ops work on every backend.
+  using QH = H<Kind::Quantized>;
   void run(op::Quantize& o) {
-    if constexpr (requires(H<Kind::Float> x) {
-                    {
-                      b_.quantize(std::move(x), o.scheme, std::span<const float>(o.scales),
-                                  std::span<const std::int32_t>(o.offsets))
-                      } -> std::same_as<H<Kind::Quantized>>;
-                  }) {
-      put<Kind::Quantized>(o.out, b_.quantize(take<Kind::Float>(o.in, "quantize"), o.scheme,
-                                              std::span<const float>(o.scales),
-                                              std::span<const std::int32_t>(o.offsets)));
-    } else {
-      auto x = host_floats(o.in, "quantize");
-      put<Kind::Quantized>(
-          o.out,
-          b_.q_from_parts(quant::quantize(o.scheme, o.in.shape, x, o.scales, o.offsets), device_));
-    }
+    put<Kind::Quantized>(o.out, detail::qhost::quantize(b_, take<Kind::Float>(o.in, "quantize"),
+                                                        o.scheme, o.scales, o.offsets, device_));
   }
   void run(op::QuantizeDynamic& o) {
-    if constexpr (requires(H<Kind::Float> x) {
-                    {
-                      b_.quantize_dynamic(std::move(x), o.scheme)
-                      } -> std::same_as<H<Kind::Quantized>>;
-                  }) {
-      put<Kind::Quantized>(
-          o.out, b_.quantize_dynamic(take<Kind::Float>(o.in, "quantize_dynamic"), o.scheme));
-    } else {
-      auto x = host_floats(o.in, "quantize_dynamic");
-      put<Kind::Quantized>(
-          o.out, b_.q_from_parts(quant::quantize_dynamic(o.scheme, o.in.shape, x), device_));
-    }
+    put<Kind::Quantized>(
+        o.out, detail::qhost::quantize_dynamic(b_, take<Kind::Float>(o.in, "quantize_dynamic"),
+                                               o.scheme, device_));
   }
   void run(op::Dequantize& o) {
-    auto q = take<Kind::Quantized>(o.in, "dequantize");
-    if constexpr (requires {
-                    { b_.dequantize(std::move(q), o.out.dtype) } -> std::same_as<H<Kind::Float>>;
-                  }) {
-      put<Kind::Float>(o.out, b_.dequantize(std::move(q), o.out.dtype));
-    } else {
-      auto parts = b_.q_into_parts(std::move(q));
-      std::vector<float> v(static_cast<std::size_t>(parts.shape.numel()));
-      quant::dequantize(parts, v);
-      TensorData d = TensorData::from(std::span<const float>(v), parts.shape);
-      if (o.out.dtype == DType::f64) {
-        auto w = d.to_vector<double>();
-        d = TensorData::from(std::span<const double>(w), parts.shape);
-      }
-      put<Kind::Float>(o.out, b_.float_from_data(std::move(d), device_));
-    }
+    put<Kind::Float>(o.out, detail::qhost::dequantize(b_, take<Kind::Quantized>(o.in, "dequantize"),
+                                                      o.out.dtype, device_));
   }
   void run(op::QFromParts& o) {
     put<Kind::Quantized>(o.out, b_.q_from_parts(std::move(o.parts), device_));
   }
-  template <class O, class Host, class Kernel>
-  void q_layout(O& o, Host&& host, Kernel&& kernel) {
-    auto q = take<Kind::Quantized>(o.in, O::name);
-    if constexpr (std::is_invocable_v<Kernel, H<Kind::Quantized>>) {
-      put<Kind::Quantized>(o.out, kernel(std::move(q)));
-    } else {
-      put<Kind::Quantized>(o.out, b_.q_from_parts(host(b_.q_into_parts(std::move(q))), device_));
-    }
+  template <class O, class Kernel, class Host>
+  void q_layout(O& o, Kernel&& kernel, Host&& host) {
+    put<Kind::Quantized>(o.out, detail::qhost::layout(b_, take<Kind::Quantized>(o.in, O::name),
+                                                      device_, kernel, host));
   }
-  struct NoKernel {};
   void run(op::QReshape& o) {
-    auto host = [&](const quant::QuantizedParts& p) { return quant::q_reshape(p, o.out.shape); };
-    if constexpr (requires(H<Kind::Quantized> q) { b_.q_reshape(std::move(q), o.out.shape); })
-      q_layout(o, host,
-               [&](H<Kind::Quantized> q) { return b_.q_reshape(std::move(q), o.out.shape); });
-    else
-      q_layout(o, host, NoKernel{});
+    const Shape& to = o.out.shape;
+    q_layout(
+        o,
+        [&](auto& b, QH q) -> decltype(b.q_reshape(std::move(q), to)) {
+          return b.q_reshape(std::move(q), to);
+        },
+        [&](const quant::QuantizedParts& p) { return quant::q_reshape(p, to); });
   }
   void run(op::QPermute& o) {
     const std::span<const std::int64_t> perm(o.perm);
-    auto host = [&](const quant::QuantizedParts& p) { return quant::q_permute(p, perm); };
-    if constexpr (requires(H<Kind::Quantized> q) { b_.q_permute(std::move(q), perm); })
-      q_layout(o, host, [&](H<Kind::Quantized> q) { return b_.q_permute(std::move(q), perm); });
-    else
-      q_layout(o, host, NoKernel{});
+    q_layout(
+        o,
+        [&](auto& b, QH q) -> decltype(b.q_permute(std::move(q), perm)) {
+          return b.q_permute(std::move(q), perm);
+        },
+        [&](const quant::QuantizedParts& p) { return quant::q_permute(p, perm); });
   }
   void run(op::QFlip& o) {
     const std::span<const std::int64_t> axes(o.axes);
-    auto host = [&](const quant::QuantizedParts& p) { return quant::q_flip(p, axes); };
-    if constexpr (requires(H<Kind::Quantized> q) { b_.q_flip(std::move(q), axes); })
-      q_layout(o, host, [&](H<Kind::Quantized> q) { return b_.q_flip(std::move(q), axes); });
-    else
-      q_layout(o, host, NoKernel{});
+    q_layout(
+        o,
+        [&](auto& b, QH q) -> decltype(b.q_flip(std::move(q), axes)) {
+          return b.q_flip(std::move(q), axes);
+        },
+        [&](const quant::QuantizedParts& p) { return quant::q_flip(p, axes); });
   }
   void run(op::QSlice& o) {
     const std::span<const std::pair<std::int64_t, std::int64_t>> r(o.ranges);
-    auto host = [&](const quant::QuantizedParts& p) { return quant::q_slice(p, r); };
-    if constexpr (requires(H<Kind::Quantized> q) { b_.q_slice(std::move(q), r); })
-      q_layout(o, host, [&](H<Kind::Quantized> q) { return b_.q_slice(std::move(q), r); });
-    else
-      q_layout(o, host, NoKernel{});
+    q_layout(
+        o,
+        [&](auto& b, QH q) -> decltype(b.q_slice(std::move(q), r)) {
+          return b.q_slice(std::move(q), r);
+        },
+        [&](const quant::QuantizedParts& p) { return quant::q_slice(p, r); });
   }
   void run(op::QMatmul& o) {
     auto x = take<Kind::Float>(o.lhs, "q_matmul");
     auto w = take<Kind::Quantized>(o.rhs, "q_matmul");
-    if constexpr (requires {
-                    { b_.q_matmul(std::move(x), std::move(w)) } -> std::same_as<H<Kind::Float>>;
-                  }) {
-      put<Kind::Float>(o.out, b_.q_matmul(std::move(x), std::move(w)));
-    } else {
-      // Fallback for backends without a fused kernel: dequantize on the host, then matmul.
-      auto parts = b_.q_into_parts(std::move(w));
-      std::vector<float> v(static_cast<std::size_t>(parts.shape.numel()));
-      quant::dequantize(parts, v);
-      TensorData wd = TensorData::from(std::span<const float>(v), parts.shape);
-      if (o.lhs.dtype == DType::f64) {
-        auto w64 = wd.to_vector<double>();
-        wd = TensorData::from(std::span<const double>(w64), parts.shape);
-      }
-      auto wf = b_.float_from_data(std::move(wd), device_);
-      put<Kind::Float>(o.out,
-                       FERRY_KERNEL(H<Kind::Float>, b_, matmul, std::move(x), std::move(wf)));
-    }
-  }
-
-  H<Kind::Quantized> q_to_device(H<Kind::Quantized> q, const Device& target) {
-    if constexpr (requires {
-                    { b_.q_to_device(std::move(q), target) } -> std::same_as<H<Kind::Quantized>>;
-                  }) {
-      return b_.q_to_device(std::move(q), target);
-    } else {
-      // Generic path: the packed data and the scale/offset buffers, copied as they are.
-      return b_.q_from_parts(b_.q_into_parts(std::move(q)), target);
-    }
+    put<Kind::Float>(o.out,
+                     detail::qhost::q_matmul(b_, std::move(x), std::move(w), o.lhs.dtype, device_));
   }
 
   // ---- runtime ---------------------------------------------------------------------------------

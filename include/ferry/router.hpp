@@ -14,6 +14,7 @@
 #include "ferry/detail/infer.hpp"
 #include "ferry/quant/parts.hpp"
 #include "ferry/tensor.hpp"
+#include "ferry/trace.hpp"
 
 namespace ferry {
 
@@ -150,6 +151,17 @@ class Router {
   /// taken between two of its ops).
   [[nodiscard]] DeviceStats stats(const Device& d) {
     return core_->stats(core_->index_of(d, "stats"));
+  }
+
+  /// What ran where and when, on every device (needs RouterOptions::trace; empty otherwise).
+  /// Events of ops still queued are not there yet: call sync() first.
+  [[nodiscard]] std::vector<TraceEvent> trace() { return core_->trace(); }
+  /// Writes the trace as Chrome Trace Event JSON (Perfetto, chrome://tracing): one track per
+  /// device, transfers linked by flow arrows.
+  void write_trace(const std::string& path) {
+    std::vector<std::string> names;
+    for (const auto& d : devices()) names.push_back(fmt::format("{}", d));
+    write_chrome_trace(path, trace(), names);
   }
 
   /// Runs `f(interpreter)` under `d`'s lock, for introspection and tests.

@@ -4,6 +4,7 @@
 
 #include <oneapi/tbb/task_arena.h>
 
+#include <chrono>
 #include <condition_variable>
 #include <cstddef>
 #include <deque>
@@ -18,6 +19,7 @@
 
 #include "ferry/interpreter.hpp"
 #include "ferry/ir.hpp"
+#include "ferry/trace.hpp"
 
 namespace ferry {
 
@@ -32,6 +34,8 @@ struct RouterOptions {
   std::size_t queue_capacity = 1024;
   /// oneTBB threads each device's kernels may use (its own task_arena); 0 = cores / devices.
   int threads_per_device = 0;
+  /// Record each op's device, start, end and bytes moved (see Router::write_trace).
+  bool trace = false;
 };
 
 namespace detail {
@@ -62,8 +66,9 @@ class Client {
     const Device* target = nullptr;
   };
 
-  Client(B& backend, Device device, const RouterOptions& opts, int threads)
-      : interp_(backend, std::move(device)), opts_(opts) {
+  Client(B& backend, Device device, std::size_t index, const RouterOptions& opts, int threads,
+         std::chrono::steady_clock::time_point epoch)
+      : interp_(backend, std::move(device)), index_(index), opts_(opts), epoch_(epoch) {
     if (opts_.execution == Execution::Async) {
 #ifndef FERRY_SERIAL_KERNELS
       arena_.emplace(threads);
@@ -124,8 +129,46 @@ class Client {
     return f(interp_);
   }
 
+  /// The trace recorded so far (a copy).
+  [[nodiscard]] std::vector<TraceEvent> trace() {
+    std::lock_guard lk(exec_mu_);
+    return trace_;
+  }
+
  private:
+  // Runs a task, and records it when tracing. Called with exec_mu_ held.
   void run(Task& t) {
+    if (!opts_.trace) return run_untraced(t);
+    TraceEvent e;
+    e.device = index_;
+    e.phase = t.role == Task::Role::send      ? TraceEvent::Phase::send
+              : t.role == Task::Role::receive ? TraceEvent::Phase::receive
+                                              : TraceEvent::Phase::op;
+    e.name = op_name(t.op);
+    e.detail = fmt::format("{}", t.op);
+    if (t.role != Task::Role::run) e.flow = std::get<op::ToDevice>(t.op).out.id;
+    const auto before = interp_.stats();
+    e.start_ns = now_ns();
+    try {
+      run_untraced(t);
+    } catch (...) {
+      e.end_ns = now_ns();
+      e.failed = true;
+      trace_.push_back(std::move(e));
+      throw;
+    }
+    e.end_ns = now_ns();
+    const auto& after = interp_.stats();
+    e.bytes = (after.bytes_in - before.bytes_in) + (after.bytes_out - before.bytes_out);
+    trace_.push_back(std::move(e));
+  }
+  [[nodiscard]] std::int64_t now_ns() const {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() -
+                                                                epoch_)
+        .count();
+  }
+
+  void run_untraced(Task& t) {
     switch (t.role) {
       case Task::Role::run:
         interp_.execute(t.op);
@@ -217,8 +260,11 @@ class Client {
   }
 
   Interpreter<B> interp_;
+  std::size_t index_;
   RouterOptions opts_;
-  std::mutex exec_mu_;  // guards interp_ and first_error_
+  std::chrono::steady_clock::time_point epoch_;
+  std::vector<TraceEvent> trace_;  // guarded by exec_mu_
+  std::mutex exec_mu_;             // guards interp_ and first_error_
   std::exception_ptr first_error_;
 
   std::mutex q_mu_;  // guards q_, pending_, stopping_

@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <iterator>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -42,8 +44,9 @@ class RouterCore {
       threads = static_cast<int>(std::max<std::size_t>(1, hw / devices_.size()));
     }
     clients_.reserve(devices_.size());
-    for (const auto& d : devices_)
-      clients_.push_back(std::make_unique<Client>(backend_, d, opts_, threads));
+    const auto epoch = std::chrono::steady_clock::now();
+    for (std::size_t i = 0; i < devices_.size(); ++i)
+      clients_.push_back(std::make_unique<Client>(backend_, devices_[i], i, opts_, threads, epoch));
   }
   RouterCore(const RouterCore&) = delete;
   RouterCore& operator=(const RouterCore&) = delete;
@@ -115,6 +118,19 @@ class RouterCore {
     if (first) std::rethrow_exception(first);
   }
   [[nodiscard]] DeviceStats stats(std::size_t dev) { return clients_[dev]->stats(); }
+
+  /// Every device's trace events, ordered by start time.
+  [[nodiscard]] std::vector<TraceEvent> trace() {
+    std::vector<TraceEvent> all;
+    for (auto& c : clients_) {
+      auto t = c->trace();
+      all.insert(all.end(), std::make_move_iterator(t.begin()), std::make_move_iterator(t.end()));
+    }
+    std::stable_sort(all.begin(), all.end(), [](const TraceEvent& a, const TraceEvent& b) {
+      return a.start_ns < b.start_ns;
+    });
+    return all;
+  }
 
  private:
   B backend_;
