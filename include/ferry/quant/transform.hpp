@@ -105,8 +105,9 @@ inline void check_flip(const Scheme& s, const Shape& shape, std::span<const std:
   }
 }
 
-/// Slicing keeps the scheme; on a per-block dim the slice must start on a block boundary and end
-/// on one (or at the end of the dim).
+/// Slicing keeps the scheme. On a per-block dim the slice must start on a block boundary, or lie
+/// inside one block; it may end anywhere (its last block is then partial and keeps the scale of
+/// the block it came from, so the values stay exact) — the same rule as quant::q_slice.
 inline void check_slice(const Scheme& s, const Shape& shape,
                         std::span<const std::pair<std::int64_t, std::int64_t>> ranges) {
   s.validate_for(shape);
@@ -116,12 +117,12 @@ inline void check_slice(const Scheme& s, const Shape& shape,
     if (i + k < n) continue;
     const auto b = s.block[i - (n - k)];
     const auto [start, end] = ranges[i];
-    if (start % b != 0 || (end % b != 0 && end != shape[i]))
-      ferry::detail::raise<QuantError>(
-          "quant.layout",
-          "q_slice: scheme '{}' on shape {}: range {}:{} on dim {} does not fall on block "
-          "boundaries (block {})",
-          s, shape, start, end, i, b);
+    if (end <= start || start % b == 0 || start / b == (end - 1) / b) continue;
+    ferry::detail::raise<QuantError>(
+        "quant.layout",
+        "q_slice: scheme '{}' on shape {}: range {}:{} on dim {} starts inside a block (block {}) "
+        "and runs past it",
+        s, shape, start, end, i, b);
   }
 }
 

@@ -1,0 +1,10 @@
+// Ferry: the quantization library, host side (schemes, packing, kernels, layout ops).
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include "ferry/quant/half.hpp"
+#include "ferry/quant/kernels.hpp"
+#include "ferry/quant/layout.hpp"
+#include "ferry/quant/pack.hpp"
+#include "ferry/quant/parts.hpp"
+#include "ferry/quant/scheme.hpp"

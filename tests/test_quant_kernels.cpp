@@ -1,0 +1,521 @@
+// Tests for ferry/quant/kernels.hpp against a naive reference written here from the spec: per
+// element param lookup by coordinates, std::nearbyint under FE_TONEAREST, Eigen's f16/bf16.
+#include <fmt/format.h>
+
+#include <Eigen/Core>
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <cfenv>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "ferry/quant.hpp"
+
+using namespace ferry::quant;
+using ferry::Shape;
+
+namespace {
+struct MessageContains : Catch::MatcherBase<std::exception> {
+  std::string needle;
+  explicit MessageContains(std::string n) : needle(std::move(n)) {}
+  bool match(const std::exception& e) const override {
+    return std::string_view(e.what()).find(needle) != std::string_view::npos;
+  }
+  std::string describe() const override { return "message contains \"" + needle + "\""; }
+};
+MessageContains Contains(std::string needle) { return MessageContains(std::move(needle)); }
+
+constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+constexpr float kInf = std::numeric_limits<float>::infinity();
+
+namespace ref {
+
+int bits_of(ValueType v) {
+  return v == ValueType::i8 || v == ValueType::u8   ? 8
+         : v == ValueType::i4 || v == ValueType::u4 ? 4
+                                                    : 2;
+}
+bool signed_type(ValueType v) {
+  return v == ValueType::i8 || v == ValueType::i4 || v == ValueType::i2;
+}
+std::int32_t lo_of(ValueType v, Mode m) {
+  if (!signed_type(v)) return 0;
+  const std::int32_t l = -(1 << (bits_of(v) - 1));
+  return m == Mode::symmetric ? l + 1 : l;
+}
+std::int32_t hi_of(ValueType v) {
+  return signed_type(v) ? (1 << (bits_of(v) - 1)) - 1 : (1 << bits_of(v)) - 1;
+}
+
+float stored(ScaleType t, float s) {
+  switch (t) {
+    case ScaleType::f16:
+      return static_cast<float>(Eigen::half(s));
+    case ScaleType::bf16:
+      return static_cast<float>(Eigen::bfloat16(s));
+    default:
+      return s;
+  }
+}
+std::vector<std::byte> scale_bytes_of(ScaleType t, const std::vector<float>& s) {
+  std::vector<std::byte> out;
+  for (const float f : s) {
+    std::uint32_t u;
+    int n = 2;
+    if (t == ScaleType::f16) {
+      u = Eigen::numext::bit_cast<std::uint16_t>(Eigen::half(f));
+    } else if (t == ScaleType::bf16) {
+      u = Eigen::numext::bit_cast<std::uint16_t>(Eigen::bfloat16(f));
+    } else {
+      u = Eigen::numext::bit_cast<std::uint32_t>(f);
+      n = 4;
+    }
+    for (int i = 0; i < n; ++i) out.push_back(static_cast<std::byte>((u >> (8 * i)) & 0xFF));
+  }
+  return out;
+}
+
+/// Param index of every element, from its coordinates (the ONNX definition).
+std::vector<std::int64_t> params_of(const Scheme& s, const Shape& sh) {
+  const std::size_t r = sh.rank();
+  const std::int64_t n = sh.numel();
+  std::vector<std::int64_t> out(static_cast<std::size_t>(n));
+  std::vector<std::int64_t> c(r, 0);
+  const std::size_t lead = s.granularity == Granularity::per_block ? r - s.block.size() : r;
+  const std::size_t ax =
+      static_cast<std::size_t>(s.axis < 0 ? s.axis + static_cast<std::int64_t>(r) : s.axis);
+  for (std::int64_t f = 0; f < n; ++f) {
+    std::int64_t p = 0;
+    if (s.granularity == Granularity::per_axis) {
+      p = c[ax];
+    } else if (s.granularity == Granularity::per_block) {
+      for (std::size_t i = 0; i < r; ++i) {
+        const std::int64_t b = i < lead ? 1 : s.block[i - lead];
+        p = p * ((sh[i] + b - 1) / b) + c[i] / b;
+      }
+    }
+    out[static_cast<std::size_t>(f)] = p;
+    for (std::size_t i = r; i-- > 0;) {
+      if (++c[i] < sh[i]) break;
+      c[i] = 0;
+    }
+  }
+  return out;
+}
+
+std::int32_t quant(float x, float s, std::int32_t off, std::int32_t qn, std::int32_t qx) {
+  if (std::isnan(x)) return off;
+  const double r = std::nearbyint(static_cast<double>(x / s)) + off;
+  return static_cast<std::int32_t>(std::clamp(r, static_cast<double>(qn), static_cast<double>(qx)));
+}
+
+std::vector<std::byte> pack_stream(const std::vector<std::int32_t>& v, ValueType vt, Storage st) {
+  const int b = st == Storage::native ? 8 : bits_of(vt);
+  const std::size_t n = v.size();
+  std::size_t nbytes = (n * static_cast<std::size_t>(b) + 7) / 8;
+  if (st == Storage::packed_u32) nbytes = (nbytes + 3) / 4 * 4;
+  std::vector<std::byte> out(nbytes, std::byte{0});
+  for (std::size_t i = 0; i < n; ++i)
+    for (int k = 0; k < b; ++k)
+      if ((static_cast<std::uint32_t>(v[i]) >> k) & 1u) {
+        const std::size_t bit = i * static_cast<std::size_t>(b) + static_cast<std::size_t>(k);
+        out[bit / 8] |= static_cast<std::byte>(1u << (bit % 8));
+      }
+  return out;
+}
+
+struct Dynamic {
+  std::vector<float> scale;  // stored
+  std::vector<float> exact;  // before rounding to the scale type
+  std::vector<std::int32_t> offset;
+};
+Dynamic dynamic(const Scheme& s, const Shape& sh, const std::vector<float>& x) {
+  const std::vector<std::int64_t> pid = params_of(s, sh);
+  const std::int64_t np = num_params(s, sh);
+  std::vector<float> lo(static_cast<std::size_t>(np), 0.f), hi(static_cast<std::size_t>(np), 0.f);
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    if (std::isnan(x[i])) continue;
+    const auto p = static_cast<std::size_t>(pid[i]);
+    lo[p] = std::min(lo[p], x[i]);
+    hi[p] = std::max(hi[p], x[i]);
+  }
+  const std::int32_t qn = lo_of(s.value, s.mode), qx = hi_of(s.value);
+  Dynamic d;
+  for (std::size_t p = 0; p < static_cast<std::size_t>(np); ++p) {
+    float range, scale;
+    if (s.mode == Mode::symmetric) {
+      range = signed_type(s.value) ? std::max(hi[p], -lo[p]) : hi[p];
+      scale = range / static_cast<float>(qx);
+    } else {
+      range = hi[p] - lo[p];
+      scale = range / static_cast<float>(qx - qn);
+    }
+    if (range == 0.f) scale = 1.f;
+    float st = stored(s.scale_type, scale);
+    if (st == 0.f)
+      st = s.scale_type == ScaleType::f16 ? std::ldexp(1.f, -14) : std::ldexp(1.f, -126);
+    d.exact.push_back(scale);
+    d.scale.push_back(st);
+    d.offset.push_back(s.mode == Mode::affine
+                           ? static_cast<std::int32_t>(
+                                 std::clamp(std::nearbyint(static_cast<float>(qn) - lo[p] / st),
+                                            static_cast<float>(qn), static_cast<float>(qx)))
+                           : 0);
+  }
+  return d;
+}
+
+}  // namespace ref
+
+/// Everything the kernels produce for one scheme/shape/input, checked against the reference.
+void check_against_reference(const Scheme& s, const Shape& shape, const std::vector<float>& x,
+                             const std::vector<float>& scales,
+                             const std::vector<std::int32_t>& offsets) {
+  const std::int64_t n = shape.numel();
+  const std::int32_t qn = ref::lo_of(s.value, s.mode), qx = ref::hi_of(s.value);
+  const std::vector<std::int64_t> pid = ref::params_of(s, shape);
+  std::vector<float> st;
+  for (const float f : scales) st.push_back(ref::stored(s.scale_type, f));
+  const auto off = [&](std::int64_t p) {
+    return s.mode == Mode::affine ? offsets[static_cast<std::size_t>(p)] : 0;
+  };
+
+  const QuantizedParts q = quantize(s, shape, x, scales, offsets);
+  REQUIRE_NOTHROW(q.validate());
+  std::vector<std::int32_t> want_q(static_cast<std::size_t>(n));
+  std::vector<float> want_x(static_cast<std::size_t>(n));
+  for (std::size_t i = 0; i < want_q.size(); ++i) {
+    const std::int64_t p = pid[i];
+    want_q[i] = ref::quant(x[i], st[static_cast<std::size_t>(p)], off(p), qn, qx);
+    want_x[i] = static_cast<float>(want_q[i] - off(p)) * st[static_cast<std::size_t>(p)];
+  }
+  CHECK(values(q) == want_q);
+  CHECK(q.data == ref::pack_stream(want_q, s.value, s.storage));
+  CHECK(q.scales == ref::scale_bytes_of(s.scale_type, scales));
+  if (s.mode == Mode::affine) {
+    std::vector<std::byte> want_off;
+    for (const std::int32_t o : offsets) want_off.push_back(static_cast<std::byte>(o & 0xFF));
+    CHECK(q.offsets == want_off);
+  } else {
+    CHECK(q.offsets.empty());
+  }
+  std::vector<float> got_x(static_cast<std::size_t>(n));
+  dequantize(q, got_x);
+  CHECK(got_x == want_x);
+  for (const auto& [b, e] : std::vector<std::pair<std::int64_t, std::int64_t>>{
+           {1, n - 1}, {n / 3, 2 * n / 3}, {n - 1, n}, {n / 2, n / 2}}) {
+    if (b < 0 || b > e || e > n) continue;
+    std::vector<float> part(static_cast<std::size_t>(e - b));
+    dequantize_range(q, b, e, part);
+    CHECK(part == std::vector<float>(want_x.begin() + b, want_x.begin() + e));
+  }
+
+  // quantize_dynamic over the same input with the infinities made finite.
+  std::vector<float> xd = x;
+  for (float& v : xd)
+    if (std::isinf(v)) v = std::copysign(50.f, v);
+  const QuantizedParts d = quantize_dynamic(s, shape, xd);
+  REQUIRE_NOTHROW(d.validate());
+  const ref::Dynamic rd = ref::dynamic(s, shape, xd);
+  CHECK(d.scales == ref::scale_bytes_of(s.scale_type, rd.scale));
+  std::vector<std::int32_t> got_off;
+  for (std::int64_t p = 0; p < num_params(s, shape); ++p) got_off.push_back(d.offset(p));
+  CHECK(got_off == rd.offset);
+  std::vector<std::int32_t> want_d(static_cast<std::size_t>(n));
+  for (std::size_t i = 0; i < want_d.size(); ++i) {
+    const auto p = static_cast<std::size_t>(pid[i]);
+    want_d[i] = ref::quant(xd[i], rd.scale[p], rd.offset[p], qn, qx);
+  }
+  CHECK(values(d) == want_d);
+  // Round trip: within half a step, plus what rounding the scale to its type can cost at the
+  // ends of the range ((qmax - qmin) steps of |exact - stored|).
+  std::vector<float> back(static_cast<std::size_t>(n));
+  dequantize(d, back);
+  std::size_t worse = 0;
+  for (std::size_t i = 0; i < back.size(); ++i) {
+    if (std::isnan(xd[i])) continue;
+    const auto p = static_cast<std::size_t>(pid[i]);
+    const float sc = rd.scale[p];
+    const float bound =
+        sc / 2 * 1.0001f + static_cast<float>(qx - qn) * std::fabs(rd.exact[p] - sc);
+    // Symmetric unsigned cannot hold negative values: they saturate to 0 by design.
+    const float lost =
+        s.mode == Mode::symmetric && !ref::signed_type(s.value) && xd[i] < 0 ? -xd[i] : 0.f;
+    worse += std::fabs(back[i] - xd[i]) > bound + lost;
+  }
+  CHECK(worse == 0);
+}
+
+struct Layout {
+  Shape shape;
+  Scheme g;  // only the granularity fields are used
+};
+
+std::vector<Layout> layouts() {
+  const Scheme b;
+  return {
+      {Shape{3, 5, 7}, b},
+      {Shape{3, 5, 7}, b.per_axis(0)},
+      {Shape{3, 5, 7}, b.per_axis(1)},
+      {Shape{3, 5, 7}, b.per_axis(-1)},
+      {Shape{3, 5, 7}, b.per_block({4})},     // partial last block (7 = 4 + 3)
+      {Shape{3, 5, 7}, b.per_block({2, 4})},  // 2-D block, partial in both dims
+      {Shape{3, 5, 7}, b.per_block({7})},
+      {Shape{3, 5, 7}, b.per_block({2, 2, 3})},  // 3-D block
+      {Shape{4, 2, 8}, b},
+      {Shape{4, 2, 8}, b.per_axis(1)},
+      {Shape{4, 2, 8}, b.per_axis(2)},
+      {Shape{4, 2, 8}, b.per_block({4})},
+      {Shape{4, 2, 8}, b.per_block({2, 8})},
+      {Shape{4, 2, 8}, b.per_block({1, 4})},
+      {Shape{1, 6, 1, 5}, b.per_axis(1)},
+      {Shape{1, 6, 1, 5}, b.per_block({2, 1, 2})},
+      {Shape{33}, b.per_axis(0)},
+      {Shape{33}, b.per_block({8})},
+  };
+}
+
+Scheme with_granularity(const Scheme& s, const Scheme& g) {
+  Scheme out = s;
+  out.granularity = g.granularity;
+  out.axis = g.axis;
+  out.block = g.block;
+  return out;
+}
+
+/// Inputs that hit ties (power-of-two scales with multiples of 1/16), saturation, NaN and inf.
+void make_inputs(const Scheme& s, const Shape& shape, unsigned seed, std::vector<float>& x,
+                 std::vector<float>& scales, std::vector<std::int32_t>& offsets) {
+  std::mt19937 rng(seed);
+  const std::int64_t n = shape.numel(), np = num_params(s, shape);
+  const std::int32_t qn = ref::lo_of(s.value, s.mode), qx = ref::hi_of(s.value);
+  std::uniform_real_distribution<float> uni(-1.f, 1.f), sc(0.01f, 0.3f);
+  std::uniform_int_distribution<int> k(-160, 160), pick(0, 9), shift(2, 6);
+  std::uniform_int_distribution<std::int32_t> od(qn, qx);
+  x.resize(static_cast<std::size_t>(n));
+  for (auto& v : x) {
+    const int c = pick(rng);
+    v = c < 5 ? static_cast<float>(k(rng)) / 16.f : c < 9 ? uni(rng) * 8.f : uni(rng) * 1000.f;
+  }
+  if (n > 3) x[1] = kNaN, x[2] = kInf, x[3] = -kInf;
+  scales.resize(static_cast<std::size_t>(np));
+  for (std::size_t p = 0; p < scales.size(); ++p)
+    scales[p] = p % 3 == 0 ? std::ldexp(1.f, -shift(rng)) : sc(rng);
+  offsets.clear();
+  if (s.mode == Mode::affine)
+    for (std::int64_t p = 0; p < np; ++p) offsets.push_back(od(rng));
+}
+
+}  // namespace
+
+TEST_CASE("every value type, mode, granularity, storage and scale type matches the reference",
+          "[quant][kernels]") {
+  std::fesetround(FE_TONEAREST);
+  const ValueType v = GENERATE(ValueType::i8, ValueType::u8, ValueType::i4, ValueType::u4,
+                               ValueType::i2, ValueType::u2);
+  const Mode m = GENERATE(Mode::symmetric, Mode::affine);
+  const Storage st = GENERATE(Storage::native, Storage::packed_u8, Storage::packed_u32);
+  const ScaleType sct = GENERATE(ScaleType::f32, ScaleType::f16, ScaleType::bf16);
+  if (st == Storage::packed_u8 && ref::bits_of(v) == 8) return;  // invalid: use native
+  const std::vector<Layout> all = layouts();
+  for (std::size_t li = 0; li < all.size(); ++li) {
+    Scheme s;
+    s.value = v;
+    s.mode = m;
+    s.storage = st;
+    s.scale_type = sct;
+    s = with_granularity(s, all[li].g);
+    const Shape& shape = all[li].shape;
+    INFO(fmt::format("{} over {}", s, shape));
+    std::vector<float> x, scales;
+    std::vector<std::int32_t> offsets;
+    make_inputs(
+        s, shape,
+        static_cast<unsigned>(li * 131 + static_cast<unsigned>(v) * 7 + static_cast<unsigned>(m)),
+        x, scales, offsets);
+    check_against_reference(s, shape, x, scales, offsets);
+  }
+}
+
+TEST_CASE("large inputs take the parallel paths and still match the reference",
+          "[quant][kernels]") {
+  std::fesetround(FE_TONEAREST);
+  const auto I4 = Scheme::of(ValueType::i4), U4 = Scheme::of(ValueType::u4);
+  const auto U2 = Scheme::of(ValueType::u2), I2 = Scheme::of(ValueType::i2);
+  const std::vector<std::pair<Scheme, Shape>> cases{
+      {Scheme::of(ValueType::i8), Shape{300, 1000}},
+      {U4.affine().per_axis(0).packed_u8(), Shape{300, 1000}},
+      {I4.affine().per_axis(1).packed_u32().scales(ScaleType::f16), Shape{300, 1000}},
+      {I4.per_block({32}).packed_u8().scales(ScaleType::f16), Shape{300, 1000}},
+      {Scheme::of(ValueType::u8).affine().per_block({2, 32}).scales(ScaleType::bf16),
+       Shape{300, 1000}},
+      {I2.affine().per_block({7, 33}).packed_u8(), Shape{300, 1000}},
+      {I4.affine().per_axis(0).packed_u8(), Shape{70001, 3}},  // 3-element slabs, odd bytes
+      {U2.per_axis(0).packed_u8(), Shape{70001, 3}},
+      {U2.affine().per_axis(1).packed_u8(), Shape{3, 70001}},
+      {I4.per_axis(0).packed_u32(), Shape{3, 70001}},
+      {U4.affine().packed_u32(), Shape{1 << 17}},
+      {Scheme::of(ValueType::i8).affine().per_axis(1), Shape{64, 2048}},  // parallel reduce
+      {I4.per_block({5}).packed_u8(), Shape{99999}},
+  };
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    const auto& [s, shape] = cases[i];
+    INFO(fmt::format("{} over {}", s, shape));
+    std::vector<float> x, scales;
+    std::vector<std::int32_t> offsets;
+    make_inputs(s, shape, static_cast<unsigned>(i + 1000), x, scales, offsets);
+    check_against_reference(s, shape, x, scales, offsets);
+  }
+}
+
+TEST_CASE("NaN quantizes to the offset and infinities saturate", "[quant][kernels]") {
+  const std::vector<float> x{kNaN, kInf, -kInf, 0.5f, 1.5f, -0.5f, -1.5f, 2.5f, 1e30f};
+  const Shape sh{9};
+  const auto q = quantize(Scheme{}, sh, x, std::vector<float>{1.f}, {});
+  CHECK(values(q) == std::vector<std::int32_t>{0, 127, -127, 0, 2, 0, -2, 2, 127});
+  const auto a = quantize(Scheme::of(ValueType::u8).affine(), sh, x, std::vector<float>{1.f},
+                          std::vector<std::int32_t>{10});
+  CHECK(values(a) == std::vector<std::int32_t>{10, 255, 0, 10, 12, 10, 8, 12, 255});
+  std::vector<float> back(9);
+  dequantize(a, back);
+  CHECK(back[0] == 0.f);
+  // quantize_dynamic ignores NaN when calibrating.
+  const auto d = quantize_dynamic(Scheme{}, Shape{3}, std::vector<float>{kNaN, 2.54f, -1.f});
+  CHECK(d.scale(0) == 2.54f / 127.f);
+  CHECK(values(d) == std::vector<std::int32_t>{0, 127, -50});
+}
+
+TEST_CASE("quantize_dynamic handles zero, tiny and huge ranges", "[quant][kernels]") {
+  const std::vector<float> zeros(6, 0.f);
+  SECTION("a zero range uses scale 1 (and offset qmin - 0 for affine)") {
+    const auto s = quantize_dynamic(Scheme{}.per_axis(0), Shape{2, 3}, zeros);
+    CHECK(s.scale(0) == 1.f);
+    CHECK(s.scale(1) == 1.f);
+    const auto a = quantize_dynamic(Scheme{}.affine(), Shape{6}, zeros);
+    CHECK(a.scale(0) == 1.f);
+    CHECK(a.offset(0) == -128);
+    CHECK(values(a) == std::vector<std::int32_t>(6, -128));
+    std::vector<float> back(6);
+    dequantize(a, back);
+    CHECK(back == zeros);
+    // Symmetric unsigned: all-negative input has no positive range; it saturates to 0.
+    const auto u =
+        quantize_dynamic(Scheme::of(ValueType::u8), Shape{2}, std::vector<float>{-1.f, -2.f});
+    CHECK(u.scale(0) == 1.f);
+    CHECK(values(u) == std::vector<std::int32_t>{0, 0});
+  }
+  SECTION("a range whose scale underflows the scale type uses its smallest normal") {
+    const auto t = quantize_dynamic(Scheme{}.scales(ScaleType::f16), Shape{2},
+                                    std::vector<float>{1e-30f, -1e-30f});
+    CHECK(t.scale(0) == std::ldexp(1.f, -14));
+    CHECK(values(t) == std::vector<std::int32_t>{0, 0});
+  }
+  SECTION("a range with no finite scale in the scale type is an error") {
+    REQUIRE_THROWS_MATCHES(
+        quantize_dynamic(Scheme{}.scales(ScaleType::f16), Shape{2}, std::vector<float>{1e7f, 0.f}),
+        ferry::QuantError, Contains("overflows f16") && Contains("param 0"));
+    REQUIRE_THROWS_MATCHES(
+        quantize_dynamic(Scheme{}.per_axis(0), Shape{2}, std::vector<float>{1.f, kInf}),
+        ferry::QuantError, Contains("param 1 spans [0, inf], which has no finite scale"));
+    REQUIRE_THROWS_MATCHES(
+        quantize_dynamic(Scheme{}.affine(), Shape{2}, std::vector<float>{-3e38f, 3e38f}),
+        ferry::QuantError, Contains("no finite scale"));
+  }
+}
+
+TEST_CASE("a partial last block gets its own scale from the elements it has", "[quant][kernels]") {
+  // Rows of 5 in blocks of 4: elements 0-3 form one block, element 4 a block of its own.
+  const std::vector<float> x{1.f, 2.1f, 3.f, 4.f, 100.f, -8.f, 0.f, 0.f, 0.f, 0.5f};
+  const auto q = quantize_dynamic(Scheme{}.per_block({4}), Shape{2, 5}, x);
+  CHECK(param_shape(q.scheme, q.shape) == Shape{2, 2});
+  CHECK(q.scale(0) == 4.f / 127.f);
+  CHECK(q.scale(1) == 100.f / 127.f);
+  CHECK(q.scale(2) == 8.f / 127.f);
+  CHECK(q.scale(3) == 0.5f / 127.f);
+  CHECK(values(q) == std::vector<std::int32_t>{32, 67, 95, 127, 127, -127, 0, 0, 0, 127});
+  // A 2-D partial block: [3, 3] in blocks of [2, 2] -> the corner block is one element.
+  const auto c = quantize_dynamic(Scheme::of(ValueType::u8).affine().per_block({2, 2}), Shape{3, 3},
+                                  std::vector<float>{0, 0, 1, 0, 0, 2, 5, 6, -7});
+  CHECK(param_shape(c.scheme, c.shape) == Shape{2, 2});
+  CHECK(c.scale(1) == 2.f / 255.f);
+  CHECK(c.scale(3) == 7.f / 255.f);
+  CHECK(c.offset(3) == 255);
+  CHECK(values(c)[8] == 0);
+}
+
+TEST_CASE("kernels reject wrong counts, bad scales and offsets with sizes in the message",
+          "[quant][kernels]") {
+  const std::vector<float> x(8, 1.f);
+  const Shape sh{2, 4};
+  const auto pa = Scheme{}.per_axis(1);
+  const std::vector<float> three{1.f, 1.f, 1.f}, four{1.f, 1.f, 1.f, 1.f};
+  REQUIRE_THROWS_MATCHES(quantize(pa, sh, x, three, {}), ferry::QuantError,
+                         Contains("3 scales given, expected 4 (param shape [4])"));
+  REQUIRE_THROWS_MATCHES(quantize(pa, sh, x, four, std::vector<std::int32_t>{0}), ferry::QuantError,
+                         Contains("1 offsets given, expected 0"));
+  REQUIRE_THROWS_MATCHES(quantize(pa.affine(), sh, x, four, std::vector<std::int32_t>{0, 0}),
+                         ferry::QuantError, Contains("2 offsets given, expected 4"));
+  REQUIRE_THROWS_MATCHES(
+      quantize(pa.affine(), sh, x, four, std::vector<std::int32_t>{0, 0, 128, 0}),
+      ferry::QuantError, Contains("offset 128 of param 2 is outside [-128, 127]"));
+  REQUIRE_THROWS_MATCHES(quantize(Scheme::of(ValueType::u4).affine().per_axis(1), sh, x, four,
+                                  std::vector<std::int32_t>{0, -1, 0, 0}),
+                         ferry::QuantError, Contains("offset -1 of param 1 is outside [0, 15]"));
+  for (const float bad : {0.f, -0.5f, kNaN, kInf}) {
+    INFO(bad);
+    REQUIRE_THROWS_MATCHES(quantize(pa, sh, x, std::vector<float>{1.f, 1.f, 1.f, bad}, {}),
+                           ferry::QuantError, Contains("of param 3"));
+  }
+  REQUIRE_THROWS_MATCHES(
+      quantize(Scheme{}.scales(ScaleType::f16), sh, x, std::vector<float>{1e-9f}, {}),
+      ferry::QuantError, Contains("scale 1e-09 of param 0 is 0 as f16"));
+  REQUIRE_THROWS_MATCHES(
+      quantize(Scheme{}.scales(ScaleType::f16), sh, x, std::vector<float>{1e5f}, {}),
+      ferry::QuantError, Contains("is inf as f16"));
+  REQUIRE_THROWS_MATCHES(quantize(Scheme{}, Shape{3, 3}, x, std::vector<float>{1.f}, {}),
+                         ferry::QuantError, Contains("x holds 8 values, expected 9"));
+  REQUIRE_THROWS_MATCHES(quantize_dynamic(Scheme{}, Shape{3, 3}, x), ferry::QuantError,
+                         Contains("x holds 8 values, expected 9"));
+  REQUIRE_THROWS_MATCHES(quantize_dynamic(Scheme{}.per_block({1, 2, 2}), sh, x), ferry::QuantError,
+                         Contains("block rank 3 is greater than shape rank 2"));
+  REQUIRE_THROWS_MATCHES(quantize_dynamic(Scheme::of(ValueType::i8).packed_u8(), sh, x),
+                         ferry::QuantError, Contains("use native"));
+
+  QuantizedParts q = quantize_dynamic(Scheme::of(ValueType::i4).packed_u8(), sh, x);
+  std::vector<float> out7(7), out8(8), out3(3);
+  REQUIRE_THROWS_MATCHES(dequantize(q, out7), ferry::QuantError,
+                         Contains("out holds 7 floats, expected 8"));
+  REQUIRE_THROWS_MATCHES(dequantize_range(q, 6, 9, out3), ferry::IndexError,
+                         Contains("[6, 9) is not a range of the 8 elements"));
+  REQUIRE_THROWS_MATCHES(dequantize_range(q, 2, 4, out3), ferry::QuantError,
+                         Contains("out holds 3 floats, expected 2"));
+  q.data.pop_back();  // truncated by hand: the kernels check sizes before reading
+  REQUIRE_THROWS_MATCHES(dequantize(q, out8), ferry::QuantError,
+                         Contains("data holds 3 bytes, expected 4"));
+  REQUIRE_THROWS_MATCHES(values(q), ferry::QuantError, Contains("data holds 3 bytes, expected 4"));
+}
+
+TEST_CASE("empty and rank-0 tensors quantize too", "[quant][kernels]") {
+  const auto q = quantize_dynamic(Scheme{}.affine().per_axis(1), Shape{0, 3}, std::vector<float>{});
+  CHECK(q.data.empty());
+  CHECK(q.scales.size() == 12);
+  CHECK(q.offset(2) == -128);
+  std::vector<float> out;
+  dequantize(q, out);
+  CHECK(values(q).empty());
+  const auto b = quantize(Scheme::of(ValueType::i4).per_block({4}).packed_u8(), Shape{2, 0},
+                          std::vector<float>{}, std::vector<float>{}, {});
+  CHECK(b.nbytes() == 0);
+  // A rank-0 tensor is one element with one param.
+  const auto scalar = quantize_dynamic(Scheme{}, Shape{}, std::vector<float>{3.f});
+  CHECK(scalar.scale(0) == 3.f / 127.f);
+  CHECK(values(scalar) == std::vector<std::int32_t>{127});
+  CHECK(q_permute(scalar, std::span<const std::int64_t>{}) == scalar);
+}

@@ -1,0 +1,345 @@
+// Tests for ferry/quant/layout.hpp: each op on quantized parts must dequantize to the same op
+// applied (naively, here) to the dequantized input, or refuse.
+#include <fmt/format.h>
+
+#include <array>
+#include <catch2/catch.hpp>
+#include <cstdint>
+#include <functional>
+#include <numeric>
+#include <random>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "ferry/quant.hpp"
+
+using namespace ferry::quant;
+using ferry::Shape;
+
+namespace {
+struct MessageContains : Catch::MatcherBase<std::exception> {
+  std::string needle;
+  explicit MessageContains(std::string n) : needle(std::move(n)) {}
+  bool match(const std::exception& e) const override {
+    return std::string_view(e.what()).find(needle) != std::string_view::npos;
+  }
+  std::string describe() const override { return "message contains \"" + needle + "\""; }
+};
+MessageContains Contains(std::string needle) { return MessageContains(std::move(needle)); }
+
+using Coords = std::vector<std::int64_t>;
+
+/// out[c] = x[src(c)] over the row-major walk of `to`.
+std::vector<float> naive_map(const std::vector<float>& x, const Shape& from, const Shape& to,
+                             const std::function<Coords(const Coords&)>& src) {
+  std::vector<float> out(static_cast<std::size_t>(to.numel()));
+  Coords c(to.rank(), 0);
+  for (std::size_t f = 0; f < out.size(); ++f) {
+    const Coords s = src(c);
+    std::int64_t flat = 0;
+    for (std::size_t i = 0; i < from.rank(); ++i) flat = flat * from[i] + s[i];
+    out[f] = x[static_cast<std::size_t>(flat)];
+    for (std::size_t i = to.rank(); i-- > 0;) {
+      if (++c[i] < to[i]) break;
+      c[i] = 0;
+    }
+  }
+  return out;
+}
+
+std::vector<float> deq(const QuantizedParts& q) {
+  std::vector<float> out(static_cast<std::size_t>(q.shape.numel()));
+  dequantize(q, out);
+  return out;
+}
+
+QuantizedParts make(const Scheme& s, const Shape& shape, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d(0.f, 3.f);
+  std::vector<float> x(static_cast<std::size_t>(shape.numel()));
+  for (auto& v : x) v = d(rng);
+  return quantize_dynamic(s, shape, x);
+}
+
+// Value types and storages that exercise packing across byte boundaries and offsets.
+std::vector<Scheme> bases() {
+  return {Scheme::of(ValueType::i4).affine().packed_u8().scales(ScaleType::f16),
+          Scheme::of(ValueType::u2).packed_u32(), Scheme::of(ValueType::i8).affine()};
+}
+
+Scheme gran(const Scheme& base, const Scheme& g) {
+  Scheme s = base;
+  s.granularity = g.granularity;
+  s.axis = g.axis;
+  s.block = g.block;
+  return s;
+}
+
+std::vector<Scheme> granularities_357() {
+  const Scheme b;
+  return {b,
+          b.per_axis(0),
+          b.per_axis(1),
+          b.per_axis(-1),
+          b.per_block({4}),
+          b.per_block({2, 4}),
+          b.per_block({2, 2, 3}),
+          b.per_block({1, 3}),
+          b.per_block({8})};
+}
+}  // namespace
+
+TEST_CASE("q_permute moves values and params together for every granularity", "[quant][layout]") {
+  const Shape sh{3, 5, 7};
+  std::vector<std::int64_t> perm{0, 1, 2};
+  std::vector<std::vector<std::int64_t>> perms;
+  do perms.push_back(perm);
+  while (std::next_permutation(perm.begin(), perm.end()));
+  unsigned seed = 1;
+  for (const Scheme& base : bases())
+    for (const Scheme& g : granularities_357()) {
+      const Scheme s = gran(base, g);
+      const QuantizedParts q = make(s, sh, seed++);
+      const std::vector<float> x = deq(q);
+      for (const auto& p : perms) {
+        INFO(fmt::format("{} over {} perm [{}]", s, sh, fmt::join(p, ",")));
+        const QuantizedParts r = q_permute(q, p);
+        REQUIRE_NOTHROW(r.validate());
+        const Shape to{sh[static_cast<std::size_t>(p[0])], sh[static_cast<std::size_t>(p[1])],
+                       sh[static_cast<std::size_t>(p[2])]};
+        CHECK(r.shape == to);
+        CHECK(deq(r) == naive_map(x, sh, to, [&](const Coords& c) {
+                Coords src(3);
+                for (std::size_t i = 0; i < 3; ++i) src[static_cast<std::size_t>(p[i])] = c[i];
+                return src;
+              }));
+      }
+    }
+}
+
+TEST_CASE("q_permute renumbers the axis and permutes the block", "[quant][layout]") {
+  const Shape sh{3, 5, 7};
+  const std::array<std::int64_t, 3> p{2, 0, 1};
+  CHECK(q_permute(make(Scheme{}.per_axis(-1), sh, 1), p).scheme == Scheme{}.per_axis(0));
+  CHECK(q_permute(make(Scheme{}.per_axis(0), sh, 1), p).scheme == Scheme{}.per_axis(1));
+  CHECK(q_permute(make(Scheme{}.per_block({2, 4}), sh, 1), p).scheme ==
+        Scheme{}.per_block({4, 1, 2}));
+  CHECK(q_permute(make(Scheme{}.per_block({4}), sh, 1), std::array<std::int64_t, 3>{0, 2, 1})
+            .scheme == Scheme{}.per_block({4, 1}));
+  CHECK(q_permute(make(Scheme{}.per_block({2, 4}), sh, 1), std::array<std::int64_t, 3>{1, 2, 0})
+            .scheme == Scheme{}.per_block({2, 4, 1}));
+  CHECK(q_permute(make(Scheme{}.per_block({1}), sh, 1), p).scheme == Scheme{}.per_block({1}));
+  CHECK(q_permute(make(Scheme{}, sh, 1), p).scheme == Scheme{});
+  // A per-block weight transposed: [8, 64] in blocks of 32 along rows becomes column blocks.
+  const auto w = make(Scheme::of(ValueType::i4).per_block({32}).packed_u8(), Shape{8, 64}, 3);
+  const auto t = q_swap_dims(w, 0, -1);
+  CHECK(t.scheme.block == std::vector<std::int64_t>{32, 1});
+  CHECK(param_shape(t.scheme, t.shape) == Shape{2, 8});
+  CHECK(deq(t) == naive_map(deq(w), w.shape, t.shape, [](const Coords& c) {
+          return Coords{c[1], c[0]};
+        }));
+  REQUIRE_THROWS_MATCHES(q_permute(w, std::array<std::int64_t, 2>{0, 0}), ferry::IndexError,
+                         Contains("q_permute: [0, 0] is not a permutation of 0..1"));
+  REQUIRE_THROWS_MATCHES(q_permute(w, std::array<std::int64_t, 1>{0}), ferry::IndexError,
+                         Contains("q_permute: perm [0] has 1 entries for rank 2"));
+  REQUIRE_THROWS_MATCHES(q_swap_dims(w, 0, 2), ferry::IndexError,
+                         Contains("q_swap_dims: axis 2 is out of range for rank 2"));
+}
+
+TEST_CASE("q_flip reverses values and params where blocks stay whole", "[quant][layout]") {
+  unsigned seed = 100;
+  const std::vector<std::vector<std::int64_t>> axis_sets{{0},    {1},       {2}, {-1},
+                                                         {0, 2}, {2, 1, 0}, {}};
+  for (const Scheme& base : bases()) {
+    const Scheme b;
+    for (const auto& [sh, g] : std::vector<std::pair<Shape, Scheme>>{
+             {Shape{3, 5, 7}, b},
+             {Shape{3, 5, 7}, b.per_axis(1)},
+             {Shape{3, 5, 7}, b.per_axis(-1)},
+             {Shape{3, 5, 7}, b.per_block({8})},  // one block spans the whole last dim
+             {Shape{4, 6, 8}, b.per_block({2, 4})},
+             {Shape{4, 6, 8}, b.per_block({2, 3, 4})},
+             {Shape{3, 5, 8}, b.per_block({4})}}) {
+      const Scheme s = gran(base, g);
+      const QuantizedParts q = make(s, sh, seed++);
+      const std::vector<float> x = deq(q);
+      for (const auto& axes : axis_sets) {
+        INFO(fmt::format("{} over {} flip [{}]", s, sh, fmt::join(axes, ",")));
+        const QuantizedParts r = q_flip(q, axes);
+        REQUIRE_NOTHROW(r.validate());
+        CHECK(r.scheme == s);
+        CHECK(deq(r) == naive_map(x, sh, sh, [&](const Coords& c) {
+                Coords src = c;
+                for (const std::int64_t a : axes) {
+                  const auto i = static_cast<std::size_t>(a < 0 ? a + 3 : a);
+                  src[i] = sh[i] - 1 - c[i];
+                }
+                return src;
+              }));
+      }
+    }
+  }
+  const auto partial = make(Scheme{}.per_block({2, 4}), Shape{3, 5, 7}, 9);
+  REQUIRE_NOTHROW(q_flip(partial, std::array<std::int64_t, 1>{0}));  // leading dims: blocks of 1
+  REQUIRE_THROWS_MATCHES(q_flip(partial, std::array<std::int64_t, 1>{2}), ferry::QuantError,
+                         Contains("q_flip") && Contains("per_block[2,4]") &&
+                             Contains("[3, 5, 7]") &&
+                             Contains("dim 2 (size 7) is not a multiple of its block 4"));
+  REQUIRE_THROWS_MATCHES(q_flip(partial, std::array<std::int64_t, 1>{1}), ferry::QuantError,
+                         Contains("dim 1 (size 5) is not a multiple of its block 2"));
+  REQUIRE_THROWS_MATCHES(q_flip(partial, std::array<std::int64_t, 2>{1, -2}), ferry::IndexError,
+                         Contains("q_flip: axis -2 is given twice"));
+  REQUIRE_THROWS_MATCHES(q_flip(partial, std::array<std::int64_t, 1>{3}), ferry::IndexError,
+                         Contains("q_flip: axis 3 is out of range for rank 3"));
+}
+
+TEST_CASE("q_slice cuts values and params on block boundaries", "[quant][layout]") {
+  using R = std::vector<std::pair<std::int64_t, std::int64_t>>;
+  unsigned seed = 200;
+  const Scheme b;
+  struct Case {
+    Shape shape;
+    Scheme g;
+    std::vector<R> ok;
+  };
+  const std::vector<Case> cases{
+      {Shape{3, 5, 7}, b, {R{{1, 3}}, R{{0, 3}, {1, 4}, {2, 7}}, R{{2, 2}}, R{}}},
+      {Shape{3, 5, 7}, b.per_axis(1), {R{{0, 3}, {1, 4}}, R{{1, 2}, {3, 5}, {3, 6}}}},
+      {Shape{3, 5, 7}, b.per_axis(-1), {R{{1, 3}, {0, 5}, {2, 5}}}},
+      {Shape{3, 5, 7},
+       b.per_block({2, 4}),
+       {R{{1, 3}, {2, 5}, {4, 7}}, R{{0, 3}, {0, 3}, {0, 6}}, R{{0, 1}, {4, 5}, {5, 6}},
+        R{{2, 3}, {1, 2}}}},
+      {Shape{3, 5, 7}, b.per_block({8}), {R{{0, 3}, {0, 5}, {2, 5}}}},  // inside the one block
+      {Shape{4, 64}, b.per_block({32}), {R{{1, 3}}, R{{0, 4}, {32, 64}}, R{{0, 4}, {0, 48}}}},
+  };
+  for (const Scheme& base : bases())
+    for (const Case& c : cases) {
+      const Scheme s = gran(base, c.g);
+      const QuantizedParts q = make(s, c.shape, seed++);
+      const std::vector<float> x = deq(q);
+      for (const R& ranges : c.ok) {
+        std::string text;
+        for (const auto& [lo, hi] : ranges) text += fmt::format("[{},{}) ", lo, hi);
+        INFO(fmt::format("{} over {} slice {}", s, c.shape, text));
+        const QuantizedParts r = q_slice(q, ranges);
+        REQUIRE_NOTHROW(r.validate());
+        std::vector<std::int64_t> dims(c.shape.begin(), c.shape.end());
+        for (std::size_t i = 0; i < ranges.size(); ++i)
+          dims[i] = ranges[i].second - ranges[i].first;
+        const Shape to{dims};
+        CHECK(r.shape == to);
+        CHECK(deq(r) == naive_map(x, c.shape, to, [&](const Coords& cc) {
+                Coords src = cc;
+                for (std::size_t i = 0; i < ranges.size(); ++i) src[i] += ranges[i].first;
+                return src;
+              }));
+      }
+    }
+  const auto q = make(Scheme::of(ValueType::i4).per_block({2, 4}).packed_u8(), Shape{3, 5, 7}, 7);
+  REQUIRE_THROWS_MATCHES(
+      q_slice(q, R{{0, 3}, {0, 5}, {1, 7}}), ferry::QuantError,
+      Contains("q_slice") && Contains("int4 symmetric per_block[2,4]") &&
+          Contains("range [1, 7) of dim 2 starts inside block 0 (block size 4)"));
+  REQUIRE_THROWS_MATCHES(q_slice(q, R{{0, 3}, {1, 3}}), ferry::QuantError,
+                         Contains("range [1, 3) of dim 1"));
+  REQUIRE_THROWS_MATCHES(q_slice(q, R{{0, 3}, {0, 5}, {3, 5}}), ferry::QuantError,
+                         Contains("range [3, 5) of dim 2"));
+  REQUIRE_THROWS_MATCHES(q_slice(q, R{{0, 4}}), ferry::IndexError,
+                         Contains("q_slice: range [0, 4) is not within dim 0 of shape [3, 5, 7]"));
+  REQUIRE_THROWS_MATCHES(q_slice(q, R{{2, 1}}), ferry::IndexError, Contains("range [2, 1)"));
+  REQUIRE_THROWS_MATCHES(q_slice(q, R{{0, 1}, {0, 1}, {0, 1}, {0, 1}}), ferry::IndexError,
+                         Contains("q_slice: 4 ranges for shape [3, 5, 7] of rank 3"));
+}
+
+TEST_CASE("q_reshape keeps bytes when the element to param map survives", "[quant][layout]") {
+  unsigned seed = 300;
+  const Scheme b;
+  struct Case {
+    Shape from;
+    Scheme g;
+    std::vector<Shape> ok;
+    std::vector<Shape> refused;
+    std::int64_t new_axis = -1;  // expected axis of the first ok shape (per_axis)
+  };
+  const std::vector<Case> cases{
+      {Shape{3, 5, 7}, b, {Shape{105}, Shape{7, 15}, Shape{1, 105, 1}}, {}},
+      {Shape{3, 5, 7},
+       b.per_axis(1),
+       {Shape{3, 5, 1, 7}, Shape{1, 3, 5, 7}},
+       {Shape{15, 7}, Shape{3, 35}},
+       1},
+      {Shape{3, 5, 7},
+       b.per_axis(-1),
+       {Shape{15, 7}, Shape{3, 5, 7, 1}},
+       {Shape{105}, Shape{3, 35}},
+       1},
+      {Shape{3, 5, 7},
+       b.per_axis(0),
+       {Shape{3, 35}, Shape{3, 7, 5}},
+       {Shape{15, 7}, Shape{1, 105}},
+       0},
+      {Shape{3, 5, 7},
+       b.per_block({4}),
+       {Shape{15, 7}, Shape{5, 3, 7}},
+       {Shape{105}, Shape{3, 35}, Shape{15, 7, 1}}},
+      {Shape{4, 2, 8}, b.per_block({4}), {Shape{8, 8}, Shape{64}, Shape{4, 16}}, {Shape{16, 2, 2}}},
+      // Blocks of [2, 8] over [.., 2, 8] are runs of 16 in flat order: [8, 8] keeps them too.
+      {Shape{4, 2, 8},
+       b.per_block({2, 8}),
+       {Shape{2, 4, 8}, Shape{2, 2, 2, 8}, Shape{8, 8}},
+       {Shape{4, 16}}},
+      {Shape{3, 5, 7},
+       b.per_block({2, 4}),
+       {Shape{3, 1, 5, 7}, Shape{3, 5, 7}},
+       {Shape{15, 7}, Shape{5, 3, 7}}},
+  };
+  for (const Scheme& base : bases())
+    for (const Case& c : cases) {
+      const Scheme s = gran(base, c.g);
+      const QuantizedParts q = make(s, c.from, seed++);
+      for (std::size_t i = 0; i < c.ok.size(); ++i) {
+        INFO(fmt::format("{} over {} -> {}", s, c.from, c.ok[i]));
+        const QuantizedParts r = q_reshape(q, c.ok[i]);
+        REQUIRE_NOTHROW(r.validate());
+        CHECK(r.shape == c.ok[i]);
+        CHECK(r.data == q.data);
+        CHECK(r.scales == q.scales);
+        CHECK(r.offsets == q.offsets);
+        CHECK(deq(r) == deq(q));
+        if (i == 0 && c.new_axis >= 0) CHECK(r.scheme.axis == c.new_axis);
+      }
+      for (const Shape& to : c.refused) {
+        INFO(fmt::format("{} over {} -> {}", s, c.from, to));
+        REQUIRE_THROWS_MATCHES(q_reshape(q, to), ferry::QuantError,
+                               Contains("q_reshape") && Contains(fmt::format("{}", c.from)) &&
+                                   Contains(fmt::format("{}", to)));
+      }
+    }
+  const auto q = make(Scheme{}.per_axis(1), Shape{3, 5, 7}, 1);
+  REQUIRE_THROWS_MATCHES(q_reshape(q, Shape{15, 7}), ferry::QuantError,
+                         Contains("no axis of [15, 7] has size 5 with the same dims before it"));
+  REQUIRE_THROWS_MATCHES(q_reshape(make(Scheme{}.per_block({4}), Shape{3, 5, 7}, 1), Shape{105}),
+                         ferry::QuantError, Contains("would change the blocked trailing dims"));
+  REQUIRE_THROWS_MATCHES(
+      q_reshape(q, Shape{3, 5, 8}), ferry::ShapeError,
+      Contains("cannot reshape [3, 5, 7] (105 elements) to [3, 5, 8] (120 elements)"));
+}
+
+TEST_CASE("layout ops compose: slice, transpose and flip a per-block weight", "[quant][layout]") {
+  const auto w =
+      make(Scheme::of(ValueType::u4).affine().per_block({2, 8}).packed_u8(), Shape{6, 32}, 42);
+  const std::vector<std::pair<std::int64_t, std::int64_t>> rows{{2, 6}, {8, 24}};
+  const auto a = q_slice(w, rows);
+  const auto t = q_permute(a, std::array<std::int64_t, 2>{1, 0});
+  const auto f = q_flip(t, std::array<std::int64_t, 2>{0, 1});
+  const auto x = deq(w);
+  CHECK(f.shape == Shape{16, 4});
+  CHECK(f.scheme.block == std::vector<std::int64_t>{8, 2});
+  CHECK(deq(f) == naive_map(x, w.shape, f.shape, [](const Coords& c) {
+          return Coords{2 + (3 - c[1]), 8 + (15 - c[0])};
+        }));
+  REQUIRE_NOTHROW(f.validate());
+}
