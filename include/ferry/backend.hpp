@@ -1,5 +1,5 @@
 // Ferry: the Backend concept — what every backend must provide — and optional-kernel detection.
-// SPDX-License-Identifier: Apache-2.0
+// SPDX-License-Identifier: MIT
 #pragma once
 
 #include <fmt/format.h>

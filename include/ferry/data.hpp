@@ -1,5 +1,5 @@
 // Ferry: TensorData, host-side tensor contents (shape, dtype, bytes) with typed views.
-// SPDX-License-Identifier: Apache-2.0
+// SPDX-License-Identifier: MIT
 #pragma once
 
 #include <fmt/format.h>

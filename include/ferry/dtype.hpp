@@ -1,5 +1,5 @@
 // Ferry: element types, handle kinds and scalars.
-// SPDX-License-Identifier: Apache-2.0
+// SPDX-License-Identifier: MIT
 #pragma once
 
 #include <fmt/format.h>

@@ -1,5 +1,5 @@
 // Ferry: the exception types every layer throws.
-// SPDX-License-Identifier: Apache-2.0
+// SPDX-License-Identifier: MIT
 #pragma once
 
 #include <fmt/format.h>

@@ -1,5 +1,5 @@
 // Ferry: the umbrella header — everything a user needs, with the EigenCpu reference backend.
-// SPDX-License-Identifier: Apache-2.0
+// SPDX-License-Identifier: MIT
 #pragma once
 
 #include "ferry/backend.hpp"

@@ -1,5 +1,5 @@
 // Ferry: Interpreter<B>, which executes ops for one device against its handle registry.
-// SPDX-License-Identifier: Apache-2.0
+// SPDX-License-Identifier: MIT
 #pragma once
 
 #include <fmt/format.h>

@@ -1,5 +1,5 @@
 // Ferry: the IR — one plain struct per operation family, held in `ferry::Op`.
-// SPDX-License-Identifier: Apache-2.0
+// SPDX-License-Identifier: MIT
 #pragma once
 
 #include <fmt/format.h>

@@ -1,5 +1,5 @@
 // Ferry: the tensor operations — free functions and C++ operators over Tensor<B>.
-// SPDX-License-Identifier: Apache-2.0
+// SPDX-License-Identifier: MIT
 #pragma once
 
 #include <fmt/format.h>

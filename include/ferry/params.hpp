@@ -1,5 +1,5 @@
 // Ferry: small parameter types shared by the IR and backend kernels.
-// SPDX-License-Identifier: Apache-2.0
+// SPDX-License-Identifier: MIT
 #pragma once
 
 #include <fmt/format.h>

@@ -1,5 +1,5 @@
 // Ferry: the quantization library, host side (schemes, packing, kernels, layout ops).
-// SPDX-License-Identifier: Apache-2.0
+// SPDX-License-Identifier: MIT
 #pragma once
 
 #include "ferry/quant/half.hpp"

@@ -1,5 +1,5 @@
 // Ferry: HandleRegistry<B>, one device's map from tensor id to backend handle.
-// SPDX-License-Identifier: Apache-2.0
+// SPDX-License-Identifier: MIT
 #pragma once
 
 #include <fmt/format.h>

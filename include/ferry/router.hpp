@@ -1,5 +1,5 @@
 // Ferry: Router<B>, the one front an application uses for every device of a backend.
-// SPDX-License-Identifier: Apache-2.0
+// SPDX-License-Identifier: MIT
 #pragma once
 
 #include <array>

@@ -1,5 +1,5 @@
 // Ferry: Shape, the dims of a tensor, and its fmt formatter.
-// SPDX-License-Identifier: Apache-2.0
+// SPDX-License-Identifier: MIT
 #pragma once
 
 #include <fmt/format.h>

@@ -1,5 +1,5 @@
 // Ferry: Tensor<B>, a cheap value naming a tensor that lives on one of a router's devices.
-// SPDX-License-Identifier: Apache-2.0
+// SPDX-License-Identifier: MIT
 #pragma once
 
 #include <fmt/format.h>

@@ -1,5 +1,5 @@
 // Ferry: what ran where and when — trace events, and Chrome Trace Event JSON for Perfetto.
-// SPDX-License-Identifier: Apache-2.0
+// SPDX-License-Identifier: MIT
 #pragma once
 
 #include <fmt/format.h>

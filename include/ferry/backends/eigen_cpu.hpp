@@ -1,6 +1,6 @@
 // Ferry: EigenCpu, the reference backend: vectorised Eigen kernels on host memory, split
 // into N logical devices with their own memory accounting.
-// SPDX-License-Identifier: Apache-2.0
+// SPDX-License-Identifier: MIT
 #pragma once
 
 #include <cstddef>

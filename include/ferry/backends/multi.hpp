@@ -1,7 +1,7 @@
 // Ferry: Multi<Bs...>, one backend made of several — the bridge that moves tensors between
 // backends of different types (Float/Int/Bool through host data, Quantized through
 // QuantizedParts, bit-exact).
-// SPDX-License-Identifier: Apache-2.0
+// SPDX-License-Identifier: MIT
 #pragma once
 
 #include <fmt/format.h>

@@ -1,5 +1,5 @@
 // Ferry: Client<B>, one device's op queue, worker and interpreter (internal).
-// SPDX-License-Identifier: Apache-2.0
+// SPDX-License-Identifier: MIT
 #pragma once
 
 #include <oneapi/tbb/task_arena.h>

@@ -1,5 +1,5 @@
 // Ferry: RouterCore<B>, the shared state behind a Router and its Tensors (internal).
-// SPDX-License-Identifier: Apache-2.0
+// SPDX-License-Identifier: MIT
 #pragma once
 
 #include <fmt/format.h>

@@ -1,6 +1,6 @@
 // Ferry: shape and dtype inference and checks that the router runs before recording an op
 // (internal). Errors here are thrown at the call, before anything is queued.
-// SPDX-License-Identifier: Apache-2.0
+// SPDX-License-Identifier: MIT
 #pragma once
 
 #include <fmt/format.h>

@@ -1,5 +1,5 @@
 // Ferry: parallel_for, the one place kernels reach for threads.
-// SPDX-License-Identifier: Apache-2.0
+// SPDX-License-Identifier: MIT
 #pragma once
 
 #include <cstdint>

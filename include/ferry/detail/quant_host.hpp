@@ -1,6 +1,6 @@
 // Ferry: quantized ops for any backend — its own kernel when it has one, else the host path
 // through QuantizedParts, built only from the Backend concept's required part (internal).
-// SPDX-License-Identifier: Apache-2.0
+// SPDX-License-Identifier: MIT
 #pragma once
 
 #include <cstdint>

@@ -1,5 +1,5 @@
 // Ferry: f16 and bf16 <-> f32 conversion (round to nearest even) and little-endian scale I/O.
-// SPDX-License-Identifier: Apache-2.0
+// SPDX-License-Identifier: MIT
 #pragma once
 
 #include <bit>

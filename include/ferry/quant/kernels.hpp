@@ -1,5 +1,5 @@
 // Ferry: quantize / dequantize kernels (ONNX QuantizeLinear / DequantizeLinear arithmetic).
-// SPDX-License-Identifier: Apache-2.0
+// SPDX-License-Identifier: MIT
 #pragma once
 
 #include <oneapi/tbb/blocked_range.h>

@@ -1,6 +1,6 @@
 // Ferry: layout ops (reshape, permute, flip, slice) on quantized tensors, moving the values and
 // the scale/offset grid together.
-// SPDX-License-Identifier: Apache-2.0
+// SPDX-License-Identifier: MIT
 #pragma once
 
 #include <algorithm>

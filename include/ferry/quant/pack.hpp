@@ -1,5 +1,5 @@
 // Ferry: packing quantized values into bytes and words, and unpacking them.
-// SPDX-License-Identifier: Apache-2.0
+// SPDX-License-Identifier: MIT
 #pragma once
 
 #include <cstddef>

@@ -1,5 +1,5 @@
 // Ferry: QuantizedParts, the host-side form of a quantized tensor, and its validation.
-// SPDX-License-Identifier: Apache-2.0
+// SPDX-License-Identifier: MIT
 #pragma once
 
 #if defined(__linux__)

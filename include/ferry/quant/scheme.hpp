@@ -1,6 +1,6 @@
 // Ferry: quantization schemes (value type, mode, granularity, storage, scale type) and the
 // shapes of their parameter grids.
-// SPDX-License-Identifier: Apache-2.0
+// SPDX-License-Identifier: MIT
 #pragma once
 
 #include <fmt/format.h>

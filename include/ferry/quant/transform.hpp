@@ -1,5 +1,5 @@
 // Ferry: what the quantized layout ops do to a Scheme, checked before any data moves.
-// SPDX-License-Identifier: Apache-2.0
+// SPDX-License-Identifier: MIT
 #pragma once
 
 #include <fmt/format.h>

@@ -1,5 +1,5 @@
 // Ferry: EigenCpu's device, buffer (64-byte aligned, accounted per device) and tensor handle.
-// SPDX-License-Identifier: Apache-2.0
+// SPDX-License-Identifier: MIT
 #pragma once
 
 #include <fmt/format.h>

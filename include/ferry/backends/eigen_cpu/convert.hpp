@@ -1,5 +1,5 @@
 // Ferry: EigenCpu's element conversions (casts and scalars), defined for every input.
-// SPDX-License-Identifier: Apache-2.0
+// SPDX-License-Identifier: MIT
 #pragma once
 
 #include <cmath>

@@ -1,5 +1,5 @@
 // Ferry: EigenCpu's creation kernels: full, arange and a counter-based random generator.
-// SPDX-License-Identifier: Apache-2.0
+// SPDX-License-Identifier: MIT
 #pragma once
 
 #include <algorithm>

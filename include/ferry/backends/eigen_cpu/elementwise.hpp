@@ -1,6 +1,6 @@
 // Ferry: EigenCpu's elementwise kernels: broadcast binary ops, comparisons, logical ops,
 // unary maths, clamp, where and casts, on Eigen array maps.
-// SPDX-License-Identifier: Apache-2.0
+// SPDX-License-Identifier: MIT
 #pragma once
 
 #include <Eigen/Core>

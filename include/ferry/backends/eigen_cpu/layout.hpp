@@ -1,7 +1,7 @@
 // Ferry: EigenCpu's layout kernels: reshape, permute, flip, expand, slice, slice_assign, cat,
 // gather, index_select, repeat. All but reshape are one strided copy (by element width, so
 // one instantiation serves every dtype of that size).
-// SPDX-License-Identifier: Apache-2.0
+// SPDX-License-Identifier: MIT
 #pragma once
 
 #include <algorithm>

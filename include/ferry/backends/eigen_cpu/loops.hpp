@@ -1,5 +1,5 @@
 // Ferry: EigenCpu's loop engine: an N-operand strided walk over collapsed dims, in parallel.
-// SPDX-License-Identifier: Apache-2.0
+// SPDX-License-Identifier: MIT
 #pragma once
 
 #include <algorithm>

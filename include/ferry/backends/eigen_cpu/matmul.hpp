@@ -1,5 +1,5 @@
 // Ferry: EigenCpu's batched matmul on Eigen's GEMM, numpy-broadcast batch dims.
-// SPDX-License-Identifier: Apache-2.0
+// SPDX-License-Identifier: MIT
 #pragma once
 
 #include <Eigen/Core>

@@ -1,6 +1,6 @@
 // Ferry: EigenCpu's quantized tensors — packed data, scales and offsets in a device's memory —
 // and their kernels: transfer, (de)quantize, layout, and the fused quantized matmul.
-// SPDX-License-Identifier: Apache-2.0
+// SPDX-License-Identifier: MIT
 #pragma once
 
 #include <Eigen/Core>

@@ -1,5 +1,5 @@
 // Ferry: EigenCpu's reductions: sum, prod, mean, max, min, argmax, argmin over one dim or all.
-// SPDX-License-Identifier: Apache-2.0
+// SPDX-License-Identifier: MIT
 #pragma once
 
 #include <Eigen/Core>

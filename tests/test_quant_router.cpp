@@ -1,0 +1,217 @@
+// Quantized tensors through the router: every scheme moves between devices bit-exact as packed
+// data + scales + offsets, the bytes moved are the packed size, quantized matmul matches
+// dequantize-then-matmul, layout ops agree with the host functions, and bad input gets
+// QuantError while everything else stays intact.
+#include <catch2/catch.hpp>
+
+#include "matchers.hpp"
+
+#include <ferry/ferry.hpp>
+
+using ferry::CpuDevice;
+using ferry::DType;
+using ferry::EigenCpu;
+using ferry::Execution;
+using ferry::Router;
+using ferry_test::Says;
+using namespace ferry::quant;
+
+namespace {
+constexpr CpuDevice d0{0}, d1{1};
+
+/// Every combination of value type x mode x granularity x storage x scale type, over [4, 6, 40]
+/// (per_block includes a partial last block: 40 = 32 + 8, and a 2-D block).
+std::vector<Scheme> all_schemes() {
+  std::vector<Scheme> out;
+  for (auto v : {ValueType::i8, ValueType::u8, ValueType::i4, ValueType::u4, ValueType::i2, ValueType::u2})
+    for (auto m : {Mode::symmetric, Mode::affine})
+      for (int g = 0; g < 4; ++g)
+        for (auto st : {Storage::native, Storage::packed_u8, Storage::packed_u32})
+          for (auto sc : {ScaleType::f32, ScaleType::f16, ScaleType::bf16}) {
+            if (st == Storage::packed_u8 && bits(v) == 8) continue;  // not a valid scheme
+            Scheme s = Scheme::of(v);
+            s = m == Mode::affine ? s.affine() : s.symmetric();
+            s = g == 0 ? s.per_tensor() : g == 1 ? s.per_axis(1) : g == 2 ? s.per_block({32}) : s.per_block({2, 16});
+            s = st == Storage::native ? s.native() : st == Storage::packed_u8 ? s.packed_u8() : s.packed_u32();
+            out.push_back(s.scales(sc));
+          }
+  return out;
+}
+}  // namespace
+
+TEST_CASE("every scheme moves device 0 -> 1 -> 0 bit-exact and dequantizes identically") {
+  auto mode = GENERATE(Execution::Inline, Execution::Async);
+  Router<EigenCpu> r(EigenCpu(2), {.execution = mode});
+  auto x = r.random_normal({4, 6, 40}, 5, d0, 0.0, 2.0);
+  const auto schemes = all_schemes();
+  REQUIRE(schemes.size() == 6 * 2 * 4 * 3 * 3 - 2 * 2 * 4 * 3);
+  for (const auto& s : schemes) {
+    CAPTURE(fmt::format("{}", s));
+    auto q = ferry::quantize_dynamic(x, s);
+    const auto parts = q.to_parts();
+    REQUIRE(parts.scheme == s);
+    auto there = q.to(d1);
+    REQUIRE(there.to_parts() == parts);
+    auto back = there.to(d0);
+    REQUIRE(back.to_parts() == parts);
+    REQUIRE(ferry::dequantize(back).to_data() == ferry::dequantize(q).to_data());
+    // The arithmetic is the host library's: the router adds no numbers of its own.
+    std::vector<float> host(static_cast<std::size_t>(x.numel()));
+    dequantize(parts, host);
+    REQUIRE(ferry::dequantize(there).to_data().to_vector<float>() == host);
+  }
+}
+
+TEST_CASE("a move copies the packed bytes and the parameter buffers, not floats") {
+  Router<EigenCpu> r(EigenCpu(2), {.execution = Execution::Async});
+  const auto s = Scheme::of(ValueType::i4).per_block({32}).packed_u8().scales(ScaleType::f16);
+  auto q = ferry::quantize_dynamic(r.random_uniform({256, 256}, 1, d0, -1, 1), s);
+  auto moved = q.to(d1);
+  r.sync();
+  const std::uint64_t n = 256 * 256;
+  const auto in = r.stats(d1).bytes_in;
+  REQUIRE(in == n / 2 + (n / 32) * 2);  // 4 bits per value + one f16 scale per 32 values
+  REQUIRE(static_cast<double>(in) / static_cast<double>(n) == Approx(0.5625));
+  REQUIRE(r.stats(d0).bytes_out == in);
+  REQUIRE(r.backend().allocated_bytes(d1) == static_cast<std::int64_t>(in));
+  SECTION("affine adds one offset byte per group") {
+    auto qa = ferry::quantize_dynamic(r.random_uniform({256, 256}, 2, d0), s.affine());
+    auto ma = qa.to(d1);
+    r.sync();
+    REQUIRE(r.stats(d1).bytes_in == 2 * in + n / 32);
+  }
+}
+
+TEST_CASE("a quantized handle held once is freed on its way out; a shared one stays") {
+  Router<EigenCpu> r(EigenCpu(2), {.execution = Execution::Inline});
+  auto q = ferry::quantize_dynamic(r.ones({64}, DType::f32, d0), Scheme::of(ValueType::i8));
+  const auto bytes = r.backend().allocated_bytes(d0);
+  auto keep = q;
+  auto a = q.to(d1);
+  REQUIRE(r.backend().allocated_bytes(d0) == bytes);  // shared: still on device 0
+  REQUIRE(r.stats(d0).live_tensors == 1);  // q (the temporary ones() was consumed by quantize)
+  keep = ferry::Tensor<EigenCpu>();
+  auto b = std::move(q).to(d1);  // the last copy: moved out and freed on device 0
+  REQUIRE(r.stats(d0).live_tensors == 0);
+  REQUIRE(bytes == static_cast<std::int64_t>(a.to_parts().nbytes()));
+  REQUIRE(r.backend().allocated_bytes(d0) == 0);
+  REQUIRE(b.to_parts() == a.to_parts());
+}
+
+TEST_CASE("quantize with given scales follows the ONNX formula") {
+  Router<EigenCpu> r(EigenCpu(1), {.execution = Execution::Inline});
+  std::vector<float> x{-3.0f, -0.25f, 0.0f, 0.26f, 0.75f, 1.25f, 40.0f, -40.0f};
+  auto t = r.from_vector(x, {2, 4}, d0);
+  const std::vector<float> scales{0.5f, 0.25f};
+  const std::vector<std::int32_t> offsets{3, -2};
+  auto q = ferry::quantize(t, Scheme::of(ValueType::i4).affine().per_axis(0).packed_u8(), scales, offsets);
+  const auto v = values(q.to_parts());
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const std::size_t row = i / 4;
+    const double want = std::clamp(static_cast<double>(std::nearbyint(x[i] / scales[row])) + offsets[row], -8.0, 7.0);
+    CAPTURE(i);
+    REQUIRE(v[i] == static_cast<std::int32_t>(want));
+  }
+  auto deq = ferry::dequantize(q).to_data().to_vector<float>();
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const std::size_t row = i / 4;
+    REQUIRE(deq[i] == static_cast<float>(v[i] - offsets[row]) * scales[row]);
+  }
+}
+
+TEST_CASE("matmul with quantized weights equals dequantize-then-matmul") {
+  auto mode = GENERATE(Execution::Inline, Execution::Async);
+  Router<EigenCpu> r(EigenCpu(1), {.execution = mode});
+  const auto s = GENERATE(Scheme::of(ValueType::i4).per_block({32}).packed_u8().scales(ScaleType::f16),
+                          Scheme::of(ValueType::u8).affine().per_axis(1),
+                          Scheme::of(ValueType::i2).affine().per_block({4, 8}).packed_u32());
+  auto x = r.random_normal({3, 5, 96}, 1, d0);
+  auto w = ferry::quantize_dynamic(r.random_normal({96, 70}, 2, d0), s);
+  auto fused = ferry::matmul(x, w).to_data().to_vector<float>();
+  auto reference = ferry::matmul(x, ferry::dequantize(w)).to_data().to_vector<float>();
+  REQUIRE(fused.size() == 3 * 5 * 70);
+  for (std::size_t i = 0; i < fused.size(); ++i) REQUIRE(fused[i] == Approx(reference[i]).margin(1e-4));
+  SECTION("f64 activations") {
+    auto x64 = ferry::cast(x, DType::f64);
+    auto y64 = ferry::matmul(x64, w);
+    REQUIRE(y64.dtype() == DType::f64);
+    auto v = y64.to_data().to_vector<double>();
+    for (std::size_t i = 0; i < v.size(); ++i) REQUIRE(v[i] == Approx(reference[i]).margin(1e-4));
+  }
+}
+
+TEST_CASE("quantized layout ops through the router agree with the host functions") {
+  auto mode = GENERATE(Execution::Inline, Execution::Async);
+  Router<EigenCpu> r(EigenCpu(2), {.execution = mode});
+  auto s = GENERATE(Scheme::of(ValueType::i8), Scheme::of(ValueType::u4).affine().per_axis(0).packed_u8(),
+                    Scheme::of(ValueType::i4).per_block({2, 8}).packed_u32().scales(ScaleType::bf16));
+  auto q = ferry::quantize_dynamic(r.random_normal({4, 6, 16}, 9, d0), s);
+  const auto p = q.to_parts();
+  const std::vector<std::int64_t> perm{2, 0, 1}, axes{0};
+  REQUIRE(ferry::q_permute(q, perm).to_parts() == q_permute(p, perm));
+  REQUIRE(ferry::q_swap_dims(q, 0, 2).to_parts() == q_swap_dims(p, 0, 2));
+  REQUIRE(ferry::q_flip(q, axes).to_parts() == q_flip(p, axes));
+  const std::vector<std::pair<std::int64_t, std::int64_t>> rg{{2, 4}, {0, 6}, {0, 16}};
+  REQUIRE(ferry::q_slice(q, {{2, 4}}).to_parts() == q_slice(p, rg));
+  REQUIRE(ferry::q_reshape(q, {1, 4, 6, 16}).to_parts() == q_reshape(p, ferry::Shape{1, 4, 6, 16}));
+  // Layout ops also run on the tensor's device after a move.
+  REQUIRE(ferry::q_permute(q.to(d1), perm).to_parts() == q_permute(p, perm));
+}
+
+TEST_CASE("layout ops that would break a scheme are refused at the call, with the reason") {
+  Router<EigenCpu> r(EigenCpu(1), {.execution = Execution::Async});
+  auto blocked = ferry::quantize_dynamic(r.random_normal({4, 40}, 1, d0), Scheme::of(ValueType::i4).per_block({32}).packed_u8());
+  REQUIRE_THROWS_MATCHES(ferry::q_reshape(blocked, {8, 20}), ferry::QuantError,
+                         Says("the 1 blocked trailing dim(s) must stay as they are"));
+  REQUIRE_THROWS_MATCHES(ferry::q_flip(blocked, {1}), ferry::QuantError,
+                         Says("dim 1 (size 40) is not a multiple of its block 32"));
+  REQUIRE_THROWS_MATCHES(ferry::q_slice(blocked, {{0, 4}, {8, 40}}), ferry::QuantError,
+                         Says("range 8:40 on dim 1 starts inside a block (block 32)"));
+  // Ending mid-block is fine: the values stay exact.
+  REQUIRE(ferry::dequantize(ferry::q_slice(blocked, {{0, 4}, {0, 20}})).to_data() ==
+          ferry::slice(ferry::dequantize(blocked), {{0, 4}, {0, 20}}).to_data());
+  auto axis = ferry::quantize_dynamic(r.random_normal({4, 40}, 1, d0), Scheme::of(ValueType::i8).per_axis(1));
+  REQUIRE_THROWS_MATCHES(ferry::q_reshape(axis, {40, 4}), ferry::QuantError, Says("quantization axis 1 (size 40)"));
+  // Allowed forms still work and the tensors are intact.
+  REQUIRE(ferry::q_reshape(blocked, {2, 2, 40}).shape() == ferry::Shape{2, 2, 40});
+  REQUIRE(ferry::q_flip(blocked, {0}).to_parts().shape == ferry::Shape{4, 40});
+  REQUIRE(ferry::q_slice(blocked, {{1, 3}, {0, 32}}).shape() == ferry::Shape{2, 32});
+  r.sync();
+}
+
+TEST_CASE("bad quantization input gets QuantError and the router stays usable") {
+  auto mode = GENERATE(Execution::Inline, Execution::Async);
+  Router<EigenCpu> r(EigenCpu(2), {.execution = mode});
+  auto x = r.random_normal({4, 64}, 3, d0);
+  auto i = r.from_vector(std::vector<std::int32_t>{1, 2}, {2}, d0);
+  const auto i4 = Scheme::of(ValueType::i4).per_block({32}).packed_u8();
+  REQUIRE_THROWS_MATCHES(ferry::quantize(x, i4, {1.0f, 2.0f}), ferry::QuantError,
+                         Says("needs 8 scales, got 2"));
+  REQUIRE_THROWS_MATCHES(ferry::quantize(x, Scheme::of(ValueType::i8).affine(), {1.0f}, {}),
+                         ferry::QuantError, Says("needs 1 offsets, got 0"));
+  REQUIRE_THROWS_AS(ferry::quantize_dynamic(x, Scheme::of(ValueType::i8).per_block({2, 2, 2})), ferry::QuantError);
+  REQUIRE_THROWS_AS(ferry::quantize_dynamic(x, Scheme::of(ValueType::i8).packed_u8()), ferry::QuantError);
+  REQUIRE_THROWS_MATCHES(ferry::quantize_dynamic(i, Scheme::of(ValueType::i8)), ferry::DTypeError,
+                         Says("needs float operands, got i32"));
+  auto q = ferry::quantize_dynamic(x, i4);
+  REQUIRE_THROWS_MATCHES(ferry::dequantize(q, DType::i32), ferry::DTypeError, Says("must be f32 or f64, got i32"));
+  REQUIRE_THROWS_MATCHES(q + q, ferry::DTypeError, Says("operand is quantized"));
+  REQUIRE_THROWS_MATCHES(q.to_data(), ferry::DTypeError, Says("use to_parts()"));
+  SECTION("parts from outside are validated before they reach a device") {
+    auto p = q.to_parts();
+    auto truncated = p;
+    truncated.data.pop_back();
+    REQUIRE_THROWS_AS(r.q_from_parts(truncated, d1), ferry::QuantError);
+    auto oversized = p;
+    oversized.scales.push_back(std::byte{0});
+    REQUIRE_THROWS_AS(r.q_from_parts(oversized, d1), ferry::QuantError);
+    auto bad_offset = ferry::quantize_dynamic(x, i4.affine()).to_parts();
+    bad_offset.offsets[0] = std::byte{0x7f};  // 127 is outside int4's [-8, 7]
+    REQUIRE_THROWS_AS(r.q_from_parts(bad_offset, d1), ferry::QuantError);
+    REQUIRE(r.q_from_parts(p, d1).to_parts() == p);
+  }
+  // Everything else is intact.
+  REQUIRE(ferry::dequantize(q).to_data().numel() == 256);
+  r.sync();
+  REQUIRE(r.stats(d0).live_tensors == 3);
+}
