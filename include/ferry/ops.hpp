@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <cstdint>
 #include <initializer_list>
 #include <optional>
@@ -97,6 +98,17 @@ Tensor<B> binary_scalar(BinaryKind k, Tensor<B> a, Scalar s) {
     not_quantized(op, a.dtype());
   else
     want_kind(op, a.dtype(), {Kind::Float, Kind::Int}, "float or int");
+  if (!is_comparison(k) && kind_of(a.dtype()) == Kind::Int) {
+    // Checked here, not only in the kernel, so async callers hear of it at the call.
+    const double v = s.as<double>();
+    const double lo = a.dtype() == DType::i32 ? -2147483648.0 : -9223372036854775808.0;
+    const bool exact = !s.is_floating()
+                           ? (a.dtype() == DType::i64 || (v >= lo && v < -lo))
+                           : (std::isfinite(v) && std::trunc(v) == v && v >= lo && v < -lo);
+    if (!exact)
+      raise<ValueError>("value", "{}: scalar {} is not exactly representable as {}", op, s,
+                        a.dtype());
+  }
   const DType od = is_comparison(k) ? DType::boolean : a.dtype();
   op::BinaryScalar o{k, TA<B>::ref(a), s, out_ref(a, a.shape(), od)};
   return emit(TA<B>::core(a, op), dev, std::move(o), a);
@@ -282,14 +294,26 @@ template <Backend B>
   op::Flip o{detail::TA<B>::ref(x), std::move(a), detail::out_ref(x, x.shape(), x.dtype())};
   return detail::emit(detail::TA<B>::core(x, "flip"), dev, std::move(o), x);
 }
-/// Broadcasts to `shape` (numpy rules; may add leading dims).
+/// Broadcasts to `shape` (numpy rules; may add leading dims). A -1 keeps that dim of `x`, as
+/// torch's expand does.
 template <Backend B>
 [[nodiscard]] Tensor<B> expand(Tensor<B> x, Shape shape) {
   const auto dev = detail::common_device("expand", x);
   detail::not_quantized("expand", x.dtype());
-  if (shape.rank() < x.rank() || detail::broadcast("expand", x.shape(), shape) != shape)
+  const Shape asked = shape;
+  if (shape.rank() < x.rank())
+    detail::raise<ShapeError>("shape", "expand: shape {} cannot be expanded to {} (fewer dims)",
+                              x.shape(), asked);
+  const std::size_t lead = shape.rank() - x.rank();
+  for (std::size_t i = 0; i < shape.rank(); ++i) {
+    if (shape[i] == -1 && i >= lead) shape[i] = x.shape()[i - lead];
+    if (shape[i] < 0)
+      detail::raise<ShapeError>("shape", "expand: target {} has an invalid dim {} at {}", asked,
+                                shape[i], i);
+  }
+  if (detail::broadcast("expand", x.shape(), shape) != shape)
     detail::raise<ShapeError>("shape", "expand: shape {} cannot be expanded to {}", x.shape(),
-                              shape);
+                              asked);
   op::Expand o{detail::TA<B>::ref(x), detail::out_ref(x, std::move(shape), x.dtype())};
   return detail::emit(detail::TA<B>::core(x, "expand"), dev, std::move(o), x);
 }
