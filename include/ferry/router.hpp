@@ -23,7 +23,7 @@ namespace detail {
 /// are released only once the op was accepted, so a rejected op loses nothing.
 template <Backend B, class O, class... Ts>
 Tensor<B> emit(const std::shared_ptr<RouterCore<B>>& core, std::size_t dev, O o, Ts&... inputs) {
-  const TensorRef out = o.out;
+  TensorRef out = o.out;
   // Which inputs the op takes read-write, looked up by id before the op is moved away.
   [[maybe_unused]] std::array<Access, sizeof...(Ts)> access{};
   std::size_t i = 0;
@@ -39,7 +39,7 @@ Tensor<B> emit(const std::shared_ptr<RouterCore<B>>& core, std::size_t dev, O o,
   core->submit(dev, Op(std::move(o)));
   i = 0;
   ((TensorAccess<B>::release(inputs, TensorRef{0, {}, DType::f32, access[i++]})), ...);
-  return TensorAccess<B>::make(core, out, dev);
+  return TensorAccess<B>::make(core, std::move(out), dev);
 }
 }  // namespace detail
 

@@ -47,7 +47,10 @@ struct TensorState {
   TensorState(const TensorState&) = delete;
   TensorState& operator=(const TensorState&) = delete;
   ~TensorState() {
-    if (!consumed) core->drop(device, TensorRef{id, shape, dtype, Access::ReadWrite, scheme});
+    // The state is going away: its shape and scheme move into the Drop (no copies on this path).
+    if (!consumed)
+      core->drop(device,
+                 TensorRef{id, std::move(shape), dtype, Access::ReadWrite, std::move(scheme)});
   }
 };
 
@@ -188,10 +191,9 @@ struct TensorAccess {
     if (used.access == Access::ReadWrite) t.s_->consumed = true;
     t.s_.reset();
   }
-  static Tensor<B> make(std::shared_ptr<RouterCore<B>> core, const TensorRef& out,
-                        std::size_t dev) {
-    return Tensor<B>(std::make_shared<TensorState<B>>(std::move(core), out.id, out.shape, out.dtype,
-                                                      dev, out.scheme));
+  static Tensor<B> make(std::shared_ptr<RouterCore<B>> core, TensorRef out, std::size_t dev) {
+    return Tensor<B>(std::make_shared<TensorState<B>>(std::move(core), out.id, std::move(out.shape),
+                                                      out.dtype, dev, std::move(out.scheme)));
   }
 };
 }  // namespace detail

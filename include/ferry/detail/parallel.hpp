@@ -8,6 +8,7 @@
 #ifndef FERRY_SERIAL_KERNELS
 #  include <oneapi/tbb/blocked_range.h>
 #  include <oneapi/tbb/parallel_for.h>
+#  include <oneapi/tbb/task_arena.h>
 #endif
 
 namespace ferry::detail {
@@ -25,6 +26,17 @@ namespace ferry::detail {
 /// it runs inside whatever `tbb::task_arena` the caller is in (the router gives each device
 /// its own arena). Chunks must write disjoint outputs; an exception thrown by `f` reaches the
 /// caller, but kernels check their inputs before they start so that none is thrown mid-way.
+/// Threads parallel_for may use from here: the current task_arena's concurrency (1 in the
+/// serial build). Kernels that pay a fixed cost per chunk (a GEMM packs its right operand)
+/// size their chunks with it.
+inline std::int64_t concurrency() noexcept {
+#ifdef FERRY_SERIAL_KERNELS
+  return 1;
+#else
+  return oneapi::tbb::this_task_arena::max_concurrency();
+#endif
+}
+
 template <class F>
 void parallel_for(std::int64_t begin, std::int64_t end, std::int64_t grain, F&& f) {
   if (end <= begin) return;

@@ -80,7 +80,13 @@ inline CpuTensor matmul(const AccountsPtr& acc, CpuTensor a, CpuTensor b) {
     }
   }
   const std::int64_t row_work = std::max<std::int64_t>(1, kk * n);
-  const std::int64_t rows = std::clamp<std::int64_t>(kGemmGrain / row_work, 16, m);
+  // One block of rows per thread (not more): each GEMM call packs all of B again, so splitting
+  // finer than the threads available only adds packing work.
+  const std::int64_t threads = std::max<std::int64_t>(1, concurrency());
+  const std::int64_t per_thread = nb >= threads ? m : (m * nb + threads - 1) / threads;
+  const std::int64_t rows = std::clamp<std::int64_t>(
+      std::max(per_thread, kGemmGrain / row_work),
+      std::min<std::int64_t>(16, std::max<std::int64_t>(m, 1)), std::max<std::int64_t>(m, 1));
   const std::int64_t blocks = (m + rows - 1) / rows;
   const bool small = nb * m * row_work < 2 * kGemmGrain;
 
