@@ -3,6 +3,8 @@
 #pragma once
 
 #include <catch2/catch.hpp>
+
+#include "matchers.hpp"
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -22,18 +24,7 @@ namespace ferry_test {
 
 /// Matches an exception whose what() contains `part` (Catch2 v2's Contains matches strings,
 /// and Message only a whole message).
-class MessageContains : public Catch::MatcherBase<std::exception> {
- public:
-  explicit MessageContains(std::string part) : part_(std::move(part)) {}
-  bool match(const std::exception& e) const override {
-    return std::string_view(e.what()).find(part_) != std::string_view::npos;
-  }
-  std::string describe() const override { return "message contains \"" + part_ + "\""; }
-
- private:
-  std::string part_;
-};
-inline MessageContains Contains(std::string part) { return MessageContains(std::move(part)); }
+using ferry_test::Contains;
 
 inline constexpr CpuDevice D0{0}, D1{1};
 

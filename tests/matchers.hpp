@@ -22,4 +22,7 @@ class Says : public Catch::MatcherBase<std::exception> {
   std::string part_;
 };
 
+/// The same matcher under the name the kernel and quant tests use.
+inline Says Contains(std::string part) { return Says(std::move(part)); }
+
 }  // namespace ferry_test

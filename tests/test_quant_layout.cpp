@@ -14,20 +14,13 @@
 #include <vector>
 
 #include "ferry/quant.hpp"
+#include "matchers.hpp"
 
 using namespace ferry::quant;
 using ferry::Shape;
 
 namespace {
-struct MessageContains : Catch::MatcherBase<std::exception> {
-  std::string needle;
-  explicit MessageContains(std::string n) : needle(std::move(n)) {}
-  bool match(const std::exception& e) const override {
-    return std::string_view(e.what()).find(needle) != std::string_view::npos;
-  }
-  std::string describe() const override { return "message contains \"" + needle + "\""; }
-};
-MessageContains Contains(std::string needle) { return MessageContains(std::move(needle)); }
+using ferry_test::Contains;
 
 using Coords = std::vector<std::int64_t>;
 

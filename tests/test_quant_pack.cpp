@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "matchers.hpp"
 #include "ferry/quant/half.hpp"
 #include "ferry/quant/pack.hpp"
 #include "ferry/quant/parts.hpp"
@@ -18,15 +19,7 @@ using namespace ferry::quant;
 using ferry::Shape;
 
 namespace {
-struct MessageContains : Catch::MatcherBase<std::exception> {
-  std::string needle;
-  explicit MessageContains(std::string n) : needle(std::move(n)) {}
-  bool match(const std::exception& e) const override {
-    return std::string_view(e.what()).find(needle) != std::string_view::npos;
-  }
-  std::string describe() const override { return "message contains \"" + needle + "\""; }
-};
-MessageContains Contains(std::string needle) { return MessageContains(std::move(needle)); }
+using ferry_test::Contains;
 
 std::vector<std::byte> bytes(std::initializer_list<int> v) {
   std::vector<std::byte> out;

@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "matchers.hpp"
 #include "ferry/quant/half.hpp"
 #include "ferry/quant/scheme.hpp"
 
@@ -22,15 +23,7 @@ using ferry::Shape;
 
 namespace {
 // Catch2 v2's Contains() matches strings, not exceptions: this one checks what().
-struct MessageContains : Catch::MatcherBase<std::exception> {
-  std::string needle;
-  explicit MessageContains(std::string n) : needle(std::move(n)) {}
-  bool match(const std::exception& e) const override {
-    return std::string_view(e.what()).find(needle) != std::string_view::npos;
-  }
-  std::string describe() const override { return "message contains \"" + needle + "\""; }
-};
-MessageContains Contains(std::string needle) { return MessageContains(std::move(needle)); }
+using ferry_test::Contains;
 }  // namespace
 
 TEST_CASE("value types report their bits, signedness and quantized range", "[quant][scheme]") {
