@@ -7,6 +7,7 @@
 #include "ferry/data.hpp"
 #include "ferry/dtype.hpp"
 #include "ferry/error.hpp"
+#include "ferry/format.hpp"
 #include "ferry/interpreter.hpp"
 #include "ferry/ir.hpp"
 #include "ferry/ops.hpp"

@@ -164,7 +164,8 @@ class Renderer {
     }
     std::vector<std::string> lines;
     for (std::size_t i = 0; i < items.size(); i += per_line)
-      lines.push_back(join(std::span(items).subspan(i, std::min(per_line, items.size() - i)), ", "));
+      lines.push_back(
+          join(std::span(items).subspan(i, std::min(per_line, items.size() - i)), ", "));
     return "[" + join(lines, ",\n" + std::string(indent + 1, ' ')) + "]";
   }
 
@@ -228,8 +229,8 @@ inline std::string tensor_string(const TensorData& d, std::vector<std::string> s
 /// @brief A tensor's values as PyTorch prints them, with its device and dtype.
 ///
 /// @code
-///   auto t = router.from_vector(std::vector<float>{1.5f, 2, 3, 4.25f}, {2, 2}, ferry::CpuDevice{0});
-///   fmt::print("{}\n", t);
+///   auto t = router.from_vector(std::vector<float>{1.5f, 2, 3, 4.25f}, {2, 2},
+///   ferry::CpuDevice{0}); fmt::print("{}\n", t);
 ///   // tensor([[1.5000, 2.0000],
 ///   //         [3.0000, 4.2500]], device=cpu:0, dtype=f32)
 /// @endcode
@@ -256,14 +257,16 @@ template <Backend B>
 std::ostream& operator<<(std::ostream& os, const Tensor<B>& t) {
   return os << to_string(t);
 }
-inline std::ostream& operator<<(std::ostream& os, const TensorData& d) { return os << to_string(d); }
+inline std::ostream& operator<<(std::ostream& os, const TensorData& d) {
+  return os << to_string(d);
+}
 
 namespace quant {
 /// `QuantizedParts(int4 symmetric per_block[32] packed_u8 scale=f16, shape=[64, 64],
 /// data=2048 B, scales=256 B, offsets=0 B)`.
 [[nodiscard]] inline std::string to_string(const QuantizedParts& p) {
-  return fmt::format("QuantizedParts({}, shape={}, data={} B, scales={} B, offsets={} B)",
-                     p.scheme, p.shape, p.data.size(), p.scales.size(), p.offsets.size());
+  return fmt::format("QuantizedParts({}, shape={}, data={} B, scales={} B, offsets={} B)", p.scheme,
+                     p.shape, p.data.size(), p.scales.size(), p.offsets.size());
 }
 inline std::ostream& operator<<(std::ostream& os, const QuantizedParts& p) {
   return os << to_string(p);

@@ -5,6 +5,7 @@
 #include <array>
 #include <cmath>
 #include <memory>
+#include <ranges>
 #include <utility>
 #include <vector>
 
@@ -68,9 +69,14 @@ class Router {
     { b.devices() } -> std::convertible_to<std::vector<Device>>;
   } : Router(backend, backend.devices(), opts) {
   }
-  Router(B backend, std::vector<Device> devices, RouterOptions opts = {})
-      : core_(std::make_shared<detail::RouterCore<B>>(std::move(backend), std::move(devices),
-                                                      opts)) {}
+  /// A router over the given devices. A template, so that a braced `{.trace = true}` in the
+  /// second place can only mean RouterOptions.
+  template <std::ranges::input_range R>
+  requires std::convertible_to<std::ranges::range_reference_t<R>, Device> Router(
+      B backend, const R& devices, RouterOptions opts = {})
+      : core_(std::make_shared<detail::RouterCore<B>>(
+            std::move(backend),
+            std::vector<Device>(std::ranges::begin(devices), std::ranges::end(devices)), opts)) {}
 
   [[nodiscard]] const std::vector<Device>& devices() const noexcept { return core_->devices(); }
   [[nodiscard]] B& backend() noexcept { return core_->backend(); }

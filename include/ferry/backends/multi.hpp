@@ -47,6 +47,19 @@ using plain_tuple =
 
 /// The result kind of each forwarded kernel: the kind of its first (or last) plain handle
 /// argument, or a fixed kind.
+template <class B>
+inline constexpr bool has_plain_nbytes = requires(B& b, const typename B::FloatHandle& f,
+                                                  const typename B::IntHandle& i,
+                                                  const typename B::BoolHandle& bo) {
+  b.nbytes(f);
+  b.nbytes(i);
+  b.nbytes(bo);
+};
+template <class B>
+inline constexpr bool has_quant_nbytes = requires(B& b, const typename B::QuantizedHandle& q) {
+  b.nbytes(q);
+};
+
 enum class Rule { same_first, same_last, to_float, to_int, to_bool, to_quantized };
 }  // namespace detail::multi
 
@@ -145,25 +158,20 @@ class Multi {
     return q_from_parts(q_into_parts(std::move(q)), dev);
   }
 
-  [[nodiscard]] std::size_t nbytes(const Plain& h) {
+  /// Byte counts, only when every member reports its own (else the router counts shape x dtype).
+  [[nodiscard]] std::size_t nbytes(const Plain& h) requires(
+      detail::multi::has_plain_nbytes<Bs>&&...) {
     return on_index(
         h.h.index(),
         [&]<std::size_t J>(idx<J>) -> std::size_t {
-          auto& b = member<J / 3>();
-          if constexpr (requires { b.nbytes(std::get<J>(h.h)); })
-            return static_cast<std::size_t>(b.nbytes(std::get<J>(h.h)));
-          else
-            return 0;
+          return static_cast<std::size_t>(member<J / 3>().nbytes(std::get<J>(h.h)));
         },
         3 * N);
   }
-  [[nodiscard]] std::size_t nbytes(const Quant& q) {
+  [[nodiscard]] std::size_t nbytes(const Quant& q) requires(
+      detail::multi::has_quant_nbytes<Bs>&&...) {
     return on_index(q.h.index(), [&]<std::size_t I>(idx<I>) -> std::size_t {
-      auto& b = member<I>();
-      if constexpr (requires { b.nbytes(std::get<I>(q.h)); })
-        return static_cast<std::size_t>(b.nbytes(std::get<I>(q.h)));
-      else
-        return b.q_into_parts(std::get<I>(q.h)).nbytes();
+      return static_cast<std::size_t>(member<I>().nbytes(std::get<I>(q.h)));
     });
   }
 

@@ -96,7 +96,7 @@ inline void check_flip(const Scheme& s, const Shape& shape, std::span<const std:
     const auto ax = shape.axis(a, "q_flip");
     if (ax + k < n) continue;
     const auto b = s.block[ax - (n - k)];
-    if (shape[ax] % b != 0)
+    if (shape[ax] > b && shape[ax] % b != 0)  // a block as large as the dim flips whole
       ferry::detail::raise<QuantError>(
           "quant.layout",
           "q_flip: scheme '{}' on shape {}: dim {} (size {}) is not a multiple of its block {}, so "
