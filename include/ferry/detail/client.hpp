@@ -242,6 +242,9 @@ class Client {
           fail(t, std::current_exception());
         }
       }
+      // Let go of the task (a finished move still holds the moved buffer through its Transfer)
+      // before sync() may return, so that nothing is held once a device is idle.
+      t = Task();
       {
         std::lock_guard lk(q_mu_);
         if (--pending_ == 0) idle_.notify_all();

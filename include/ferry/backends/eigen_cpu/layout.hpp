@@ -273,7 +273,9 @@ inline CpuTensor cat(const AccountsPtr& acc, std::vector<CpuTensor> ts, std::siz
     const std::int64_t run = t.shape[dim] * inner;
     const std::array<std::int64_t, 2> cdims{outer, run};
     const std::array<std::int64_t, 2> so{total * inner, 1}, si{run, 1};
-    if (run > 0) strided_copy(out.dtype, bytes_at(out, at * inner), so, t.buf->data(), si, cdims);
+    // outer == 0 means an empty output whose data() is null: nothing to copy, no offset to take.
+    if (run > 0 && outer > 0)
+      strided_copy(out.dtype, bytes_at(out, at * inner), so, t.buf->data(), si, cdims);
     at += t.shape[dim];
   }
   return out;
