@@ -17,7 +17,7 @@ endif()
 foreach(kind consumer subdir)
   run("${CMAKE_COMMAND}" -S "${FERRY_SOURCE}/tests/package/${kind}" -B "${WORK}/${kind}"
       -G "${GENERATOR}" -DCMAKE_PREFIX_PATH=${WORK}/prefix -DFERRY_SOURCE=${FERRY_SOURCE}
-      -DCMAKE_BUILD_TYPE=Release)
+      -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-O0)
   run("${CMAKE_COMMAND}" --build "${WORK}/${kind}")
   run("${WORK}/${kind}/consumer")
 endforeach()
