@@ -138,20 +138,20 @@ class Interpreter {
 
   /// Bytes of a handle: the backend's `nbytes` when it has one, else what the ref implies.
   [[nodiscard]] std::size_t bytes_of(const Handle& h, const TensorRef& ref) const {
-    return std::visit(
-        [&](const auto& x) -> std::size_t {
-          if constexpr (requires { b_.nbytes(x); }) {
-            return static_cast<std::size_t>(b_.nbytes(x));
-          } else if (ref.scheme) {
-            return quant::data_bytes(*ref.scheme, ref.shape.numel()) +
-                   static_cast<std::size_t>(quant::num_params(*ref.scheme, ref.shape)) *
-                       (quant::scale_bytes(ref.scheme->scale_type) +
-                        (ref.scheme->mode == quant::Mode::affine ? 1 : 0));
-          } else {
-            return static_cast<std::size_t>(ref.shape.numel()) * dtype_size(ref.dtype);
-          }
-        },
-        h);
+    return std::visit([&](const auto& x) { return bytes_of_one(x, ref); }, h);
+  }
+  template <class X>
+  [[nodiscard]] std::size_t bytes_of_one(const X& x, const TensorRef& ref) const {
+    if constexpr (requires { b_.nbytes(x); }) {
+      return static_cast<std::size_t>(b_.nbytes(x));
+    } else if (ref.scheme) {
+      return quant::data_bytes(*ref.scheme, ref.shape.numel()) +
+             static_cast<std::size_t>(quant::num_params(*ref.scheme, ref.shape)) *
+                 (quant::scale_bytes(ref.scheme->scale_type) +
+                  (ref.scheme->mode == quant::Mode::affine ? 1 : 0));
+    } else {
+      return static_cast<std::size_t>(ref.shape.numel()) * dtype_size(ref.dtype);
+    }
   }
 
  private:
@@ -168,9 +168,10 @@ class Interpreter {
   }
   template <Kind K>
   void put(const TensorRef& out, H<K> h) {
-    Handle hh(std::in_place_index<static_cast<std::size_t>(K)>, std::move(h));
-    const std::size_t n = bytes_of(hh, out);
-    reg_.put(out.id, std::move(hh), n);
+    // Counted on the typed handle: visiting a just-built variant trips GCC's
+    // -Wmaybe-uninitialized under the sanitizers.
+    const std::size_t n = bytes_of_one(h, out);
+    reg_.put(out.id, Handle(std::in_place_index<static_cast<std::size_t>(K)>, std::move(h)), n);
   }
 
   // ---- data in / out, creation -------------------------------------------------------
@@ -309,7 +310,8 @@ class Interpreter {
     break;
         FERRY_DETAIL_CASE(sum)
         FERRY_DETAIL_CASE(prod)
-        FERRY_DETAIL_CASE(mean) FERRY_DETAIL_CASE(max) FERRY_DETAIL_CASE(min)
+        FERRY_DETAIL_CASE(mean)
+        FERRY_DETAIL_CASE(max) FERRY_DETAIL_CASE(min)
 #undef FERRY_DETAIL_CASE
 #define FERRY_DETAIL_CASE(n)                                                                  \
   case ReduceKind::n:                                                                         \
