@@ -77,6 +77,14 @@ using handle_t = std::conditional_t<
         K == Kind::Int, typename B::IntHandle,
         std::conditional_t<K == Kind::Bool, typename B::BoolHandle, typename B::QuantizedHandle>>>;
 
+/// True when `b.devices()` lists every device the backend accepts, so a router can refuse an
+/// unknown one at construction. A backend without devices() cannot say; one whose list is
+/// partial (a bridge whose members do not all list theirs) specializes this to false.
+template <class B>
+inline constexpr bool lists_all_devices = requires(const B& b) {
+  b.devices();
+};
+
 namespace detail {
 
 template <class B>

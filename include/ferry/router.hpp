@@ -108,12 +108,21 @@ class Router {
   [[nodiscard]] Tensor<B> arange(Scalar start, Scalar end, Scalar step, DType dtype,
                                  const Device& d) {
     const auto dev = core_->index_of(d, "arange");
+    not_creatable("arange", dtype);
     detail::want_kind("arange", dtype, {Kind::Float, Kind::Int}, "a float or int dtype for");
     const double s = start.as<double>(), e = end.as<double>(), st = step.as<double>();
     if (st == 0.0 || !std::isfinite(s) || !std::isfinite(e) || !std::isfinite(st))
       detail::raise<ValueError>("value", "arange: start {}, end {}, step {} do not make a range",
                                 start, end, step);
-    const auto n = static_cast<std::int64_t>(std::max(0.0, std::ceil((e - s) / st)));
+    const double count = std::max(0.0, std::ceil((e - s) / st));
+    // 2^53: past it the count is not exact as a double, and (far sooner) no buffer could hold
+    // it; converting a larger one to int64 would be undefined.
+    if (!(count <= 9007199254740992.0))
+      detail::raise<ValueError>("value",
+                                "arange: start {}, end {}, step {} make {} elements, too many for "
+                                "one tensor",
+                                start, end, step, count);
+    const auto n = static_cast<std::int64_t>(count);
     return detail::emit(core_, dev,
                         op::Arange{start, step, TensorRef{core_->new_id(), Shape{n}, dtype}});
   }
@@ -178,8 +187,15 @@ class Router {
   }
 
  private:
+  static void not_creatable(const char* op, DType d) {
+    if (d == DType::quantized)
+      detail::raise<DTypeError>("dtype",
+                                "{}: cannot create a quantized tensor; use quantize(), "
+                                "quantize_dynamic() or q_from_parts()",
+                                op);
+  }
   static void check_creation(const char* op, const Shape& s, DType d) {
-    detail::not_quantized(op, d);
+    not_creatable(op, d);
     for (auto x : s)
       if (x < 0) detail::raise<ShapeError>("shape", "{}: shape {} has a negative dim", op, s);
   }

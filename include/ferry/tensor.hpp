@@ -109,15 +109,8 @@ class Tensor {
   [[nodiscard]] Tensor to(const Device& target) && { return to_impl(target); }
 
   /// The contents on the host, once the device has produced them (waits in async mode).
-  [[nodiscard]] TensorData to_data() const { return Tensor(*this).into_data(); }
-  [[nodiscard]] TensorData into_data() && {
-    auto r = read_impl("into_data");
-    if (auto* d = std::get_if<TensorData>(&r)) return std::move(*d);
-    detail::raise<DTypeError>("dtype",
-                              "into_data: tensor is quantized ({}); use to_parts() for its packed "
-                              "form or dequantize() for values",
-                              std::get<quant::QuantizedParts>(r).scheme);
-  }
+  [[nodiscard]] TensorData to_data() const { return Tensor(*this).data_impl("to_data"); }
+  [[nodiscard]] TensorData into_data() && { return data_impl("into_data"); }
   /// The packed data, scales and offsets of a quantized tensor, byte for byte.
   [[nodiscard]] quant::QuantizedParts to_parts() const {
     auto r = Tensor(*this).read_impl("to_parts");
@@ -136,6 +129,15 @@ class Tensor {
                                  "constructed) and names no tensor",
                                  what);
     return *s_;
+  }
+
+  TensorData data_impl(const char* what) {
+    auto r = read_impl(what);
+    if (auto* d = std::get_if<TensorData>(&r)) return std::move(*d);
+    detail::raise<DTypeError>("dtype",
+                              "{}: tensor is quantized ({}); use to_parts() for its packed "
+                              "form or dequantize() for values",
+                              what, std::get<quant::QuantizedParts>(r).scheme);
   }
 
   // Reads with the same ownership rule as every op: the only copy is read read-write.

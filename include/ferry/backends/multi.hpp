@@ -571,6 +571,10 @@ class Multi {
   std::tuple<Bs...> b_;
 };
 
+/// A bridge lists every device only when each of its members does.
+template <Backend... Bs>
+inline constexpr bool lists_all_devices<Multi<Bs...>> = (lists_all_devices<Bs> && ...);
+
 }  // namespace ferry
 
 template <ferry::Backend... Bs>

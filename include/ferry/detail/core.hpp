@@ -37,6 +37,15 @@ class RouterCore {
       for (std::size_t j = 0; j < i; ++j)
         if (devices_[i] == devices_[j])
           raise<DeviceError>("device", "device {} is listed twice", devices_[i]);
+    // A device the backend does not have would only fail later, inside the first kernel run
+    // there (and in async mode at a read or sync far from this constructor).
+    if constexpr (lists_all_devices<B>) {
+      const auto known = backend_.devices();
+      for (const auto& d : devices_)
+        if (std::find(known.begin(), known.end(), d) == known.end())
+          raise<DeviceError>("device", "device {} is not a device of backend '{}' (it has [{}])", d,
+                             B::name(), fmt::join(known, ", "));
+    }
     if (opts_.queue_capacity == 0) opts_.queue_capacity = 1;
     int threads = opts_.threads_per_device;
     if (threads <= 0) {

@@ -1,0 +1,204 @@
+// Bad-input catalogue, errors raised while an op runs: integer division by zero, negative
+// integer powers, gather indices out of range, values with no finite quantization scale.
+// Inline, each throws its own type at the call. Async, the call returns; a read of the result
+// (or of anything computed from it) throws OpFailed naming the op that failed, sync() throws the
+// original type once, the device keeps working, and other devices never see the error.
+#include <limits>
+
+#include "catalogue/common.hpp"
+
+namespace async {
+using namespace catalogue;
+using ferry::OpFailed;
+using ferry::ValueError;
+}  // namespace async
+
+using namespace async;
+
+TEST_CASE("async: i32 division by a zero tensor", "[async]") {
+  const auto mode = CATALOGUE_MODES;
+  World w(mode);
+  {
+    auto zero = w.r.zeros({4}, DType::i32, CpuDevice{0});
+    if (mode == Execution::Inline) {
+      REQUIRE_RAISES(w.get("i32") / zero, ValueError,
+                     "[ferry.cpu.zero_division] div: integer division by zero (i32)");
+    } else {
+      auto bad = w.get("i32") / zero;
+      REQUIRE_RAISES(bad.to_data(), OpFailed,
+                     "op 'div' on device cpu:0 failed: [ferry.cpu.zero_division] div: integer "
+                     "division by zero (i32)");
+      REQUIRE_RAISES(w.r.sync(), ValueError, "div: integer division by zero (i32)");
+      REQUIRE_NOTHROW(w.r.sync());  // reported once
+    }
+  }
+  w.check_intact();
+}
+
+TEST_CASE("async: users of a failed division are poisoned with the original op's error",
+          "[async]") {
+  const auto mode = CATALOGUE_MODES;
+  World w(mode);
+  if (mode == Execution::Async) {
+    auto zero = w.r.zeros({2, 2}, DType::i64, CpuDevice{0});
+    auto chain = sum((w.get("i64") / zero + 1) * 2, 0);
+    REQUIRE_RAISES(chain.to_data(), OpFailed, "op 'div' on device cpu:0 failed");
+    // A read that failed is its reader's business: sync still reports the division, once.
+    REQUIRE_RAISES(w.r.sync(), ValueError, "div: integer division by zero (i64)");
+    REQUIRE_NOTHROW(w.r.sync());
+  }
+  w.check_intact();
+}
+
+TEST_CASE("async: after a failed division the device keeps going", "[async]") {
+  const auto mode = CATALOGUE_MODES;
+  World w(mode);
+  if (mode == Execution::Async) {
+    auto zero = w.r.zeros({4}, DType::i32, CpuDevice{0});
+    auto bad = w.get("i32") / zero;
+    auto fine = w.get("i32") - 1;  // queued after the failure, on the same device
+    REQUIRE(fine.to_data().to_vector<std::int32_t>() ==
+            std::vector<std::int32_t>{-4, -1, 2147483646, 4});
+    REQUIRE_RAISES(w.r.sync(CpuDevice{0}), ValueError, "div: integer division by zero");
+  }
+  w.check_intact();
+}
+
+TEST_CASE("async: a failure on cpu:0 does not reach cpu:1", "[async]") {
+  const auto mode = CATALOGUE_MODES;
+  World w(mode);
+  {
+    auto zero = w.r.zeros({4}, DType::i32, CpuDevice{0});
+    if (mode == Execution::Inline) {
+      REQUIRE_RAISES(w.get("i32") / zero, ValueError, "div: integer division by zero (i32)");
+      REQUIRE_NOTHROW(w.r.sync(CpuDevice{1}));
+    } else {
+      auto bad = w.get("i32") / zero;
+      auto other = w.get("i32", 1) + 1;
+      REQUIRE_NOTHROW(w.r.sync(CpuDevice{1}));
+      REQUIRE(other.to_data().to_vector<std::int32_t>()[0] == -2);
+      REQUIRE_RAISES(w.r.sync(CpuDevice{0}), ValueError, "div: integer division by zero (i32)");
+    }
+  }
+  w.check_intact();
+}
+
+TEST_CASE("async: two failures on one device, sync reports the first", "[async]") {
+  const auto mode = CATALOGUE_MODES;
+  World w(mode);
+  if (mode == Execution::Async) {
+    auto zero = w.r.zeros({4}, DType::i32, CpuDevice{0});
+    auto first = w.get("i32") / zero;
+    auto second = w.get("i32") % zero;
+    REQUIRE_RAISES(second.to_data(), OpFailed, "op 'remainder' on device cpu:0 failed");
+    REQUIRE_RAISES(w.r.sync(), ValueError, "div: integer division by zero (i32)");
+    REQUIRE_NOTHROW(w.r.sync());
+  }
+  w.check_intact();
+}
+
+TEST_CASE("async: i64 remainder by the scalar 0", "[async]") {
+  const auto mode = CATALOGUE_MODES;
+  World w(mode);
+  if (mode == Execution::Inline) {
+    REQUIRE_RAISES(w.get("i64") % 0, ValueError, "remainder: integer division by zero (i64)");
+  } else {
+    auto bad = w.get("i64") % 0;
+    REQUIRE_RAISES(bad.to_data(), OpFailed, "op 'remainder' on device cpu:0 failed");
+    REQUIRE_RAISES(w.r.sync(), ValueError, "remainder: integer division by zero (i64)");
+  }
+  w.check_intact();
+}
+
+TEST_CASE("async: i32 to the power of a negative exponent", "[async]") {
+  const auto mode = CATALOGUE_MODES;
+  World w(mode);
+  {
+    auto e = w.r.full({4}, -1, DType::i32, CpuDevice{1});
+    if (mode == Execution::Inline) {
+      REQUIRE_RAISES(pow(w.get("i32", 1), e), ValueError,
+                     "pow: integer base to the negative exponent -1 (i32)");
+    } else {
+      auto bad = pow(w.get("i32", 1), e);
+      REQUIRE_RAISES(bad.to_data(), OpFailed, "op 'pow' on device cpu:1 failed");
+      REQUIRE_RAISES(w.r.sync(CpuDevice{1}), ValueError,
+                     "pow: integer base to the negative exponent -1 (i32)");
+    }
+  }
+  w.check_intact();
+}
+
+TEST_CASE("async: gather with index 3 into a dim of size 3", "[async]") {
+  const auto mode = CATALOGUE_MODES;
+  World w(mode);
+  {
+    auto idx = w.r.full({2, 1}, 3, DType::i64, CpuDevice{0});
+    if (mode == Execution::Inline) {
+      REQUIRE_RAISES(gather(w.get("f32"), 1, idx), ferry::IndexError,
+                     "gather: index 3 is out of range for dim 1 of size 3");
+    } else {
+      auto bad = gather(w.get("f32"), 1, idx);
+      REQUIRE_RAISES(bad.to_data(), OpFailed, "op 'gather' on device cpu:0 failed");
+      REQUIRE_RAISES(w.r.sync(), ferry::IndexError,
+                     "gather: index 3 is out of range for dim 1 of size 3");
+    }
+  }
+  w.check_intact();
+}
+
+TEST_CASE("async: index_select with index -1", "[async]") {
+  const auto mode = CATALOGUE_MODES;
+  World w(mode);
+  {
+    auto idx = w.r.full({1}, -1, DType::i32, CpuDevice{0});
+    if (mode == Execution::Inline) {
+      REQUIRE_RAISES(index_select(w.get("f32"), 0, idx), ferry::IndexError,
+                     "index_select: index -1 is out of range for dim 0 of size 2");
+    } else {
+      auto bad = index_select(w.get("f32"), 0, idx);
+      REQUIRE_RAISES(bad.to_data(), OpFailed, "op 'index_select' on device cpu:0 failed");
+      REQUIRE_RAISES(w.r.sync(), ferry::IndexError,
+                     "index_select: index -1 is out of range for dim 0 of size 2");
+    }
+  }
+  w.check_intact();
+}
+
+TEST_CASE("async: quantize_dynamic of values spanning [-inf, inf]", "[async]") {
+  const auto mode = CATALOGUE_MODES;
+  World w(mode);
+  {
+    const float inf = std::numeric_limits<float>::infinity();
+    auto x = w.r.from_vector(std::vector<float>{-inf, inf}, {2}, CpuDevice{1});
+    if (mode == Execution::Inline) {
+      REQUIRE_RAISES(quantize_dynamic(x, int8_tensor()), ferry::QuantError,
+                     "quantize_dynamic: 'int8 symmetric per_tensor native scale=f32' over shape "
+                     "[2]: param 0 spans [-inf, inf], which has no finite scale");
+    } else {
+      auto bad = quantize_dynamic(x, int8_tensor());
+      REQUIRE_RAISES(bad.to_parts(), OpFailed, "op 'quantize_dynamic' on device cpu:1 failed");
+      REQUIRE_RAISES(w.r.sync(), ferry::QuantError, "param 0 spans [-inf, inf]");
+    }
+  }
+  w.check_intact();
+}
+
+TEST_CASE("async: a failed operand next to one passed read-write leaks neither", "[async]") {
+  const auto mode = CATALOGUE_MODES;
+  World w(mode);
+  {
+    auto zero = w.r.zeros({4}, DType::i32, CpuDevice{0});
+    auto sole = w.r.from_vector(kI32, {4}, CpuDevice{0});
+    if (mode == Execution::Inline) {
+      REQUIRE_RAISES(w.get("i32") / zero + std::move(sole), ValueError,
+                     "div: integer division by zero (i32)");
+    } else {
+      // The add fails on its first operand before it reaches `sole`, whose Tensor has already
+      // let go of it: the device must drop it, and the failure marks, itself.
+      auto bad = (w.get("i32") / zero) + std::move(sole);
+      REQUIRE_RAISES(std::move(bad).into_data(), OpFailed, "op 'div' on device cpu:0 failed");
+      REQUIRE_RAISES(w.r.sync(), ValueError, "div: integer division by zero (i32)");
+    }
+  }
+  w.check_intact();
+}
