@@ -111,6 +111,68 @@ TEST_CASE("a transfer is a real copy accounted on both devices", "[eigen_cpu]") 
   }
 }
 
+TEST_CASE("freed buffers are cached per device, reused for the same size class, and bounded",
+          "[eigen_cpu]") {
+  using detail::cpu::MemoryCache;
+  // Size classes: 64-byte steps up to 256, then eight per power of two (<= 12.5% slack).
+  REQUIRE(MemoryCache::size_class(1) == 64);
+  REQUIRE(MemoryCache::size_class(256) == 256);
+  REQUIRE(MemoryCache::size_class(257) == 288);    // 256 / 8 = 32-byte steps in [256, 512)
+  REQUIRE(MemoryCache::size_class(1000) == 1024);  // 64-byte steps in [512, 1024)
+  REQUIRE(MemoryCache::size_class(1025) == 1152);  // 128-byte steps in [1024, 2048)
+  REQUIRE(MemoryCache::floor_class(1100) == 1024);
+  REQUIRE(MemoryCache::floor_class(63) == 0);
+
+  EigenCpu cpu(2, 4096);  // at most 4 KiB cached per device
+  const void* first = nullptr;
+  {
+    auto a = make(cpu, std::vector<float>(250, 1.0f), Shape{250});  // 1000 bytes: class 1024
+    first = ptr(a);
+  }
+  REQUIRE(cpu.allocated_bytes(D0) == 0);  // live bytes exclude the cache
+  REQUIRE(cpu.cached_bytes(D0) == 1024);
+  REQUIRE(cpu.cached_bytes(D1) == 0);
+  {
+    auto b = make(cpu, std::vector<std::int32_t>(255, 7), Shape{255});  // 1020 bytes: class 1024
+    REQUIRE(ptr(b) == first);  // the same block, handed out again
+    REQUIRE(cpu.cached_bytes(D0) == 0);
+    REQUIRE(read<std::int32_t>(cpu, b) == std::vector<std::int32_t>(255, 7));
+    auto other = make(cpu, std::vector<float>(250, 1.0f), Shape{250}, D1);  // another device
+    REQUIRE(ptr(other) != first);
+  }
+  REQUIRE(cpu.allocations(D0) == 2);  // every buffer counts, cached or not
+  // Over the limit a freed block goes straight back to the system.
+  {
+    auto big = make(cpu, std::vector<float>(2048, 1.0f), Shape{2048});  // 8 KiB > 4 KiB
+  }
+  REQUIRE(cpu.cached_bytes(D0) == 1024);
+  cpu.empty_cache();
+  REQUIRE(cpu.cached_bytes(D0) == 0);
+  REQUIRE(cpu.cached_bytes(D1) == 0);
+
+  SECTION("quantized parts moved between devices reuse the memory of dropped copies") {
+    const auto s = quant::Scheme::of(quant::ValueType::i4).per_block({32}).packed_u8();
+    EigenCpu big_cache(2);
+    const auto w = big_cache.quantize_dynamic(
+        make(big_cache, std::vector<float>(4096, 0.5f), Shape{64, 64}), s);
+    const std::byte* data = nullptr;
+    {
+      auto moved = big_cache.q_to_device(w, D1);
+      data = moved.parts().data.data();
+      REQUIRE(moved.parts() == w.parts());
+    }
+    REQUIRE(big_cache.cached_bytes(D1) >= w.parts().data.size());
+    auto again = big_cache.q_to_device(w, D1);
+    REQUIRE(again.parts().data.data() == data);
+    REQUIRE(again.parts() == w.parts());  // byte for byte, nothing left over from before
+  }
+  SECTION("a zero limit caches nothing") {
+    EigenCpu none(1, 0);
+    { auto a = make(none, std::vector<float>(16, 1.0f), Shape{16}); }
+    REQUIRE(none.cached_bytes(D0) == 0);
+  }
+}
+
 TEST_CASE("a handle held once is reused in place, a shared one never written", "[eigen_cpu]") {
   EigenCpu cpu;
   auto fresh = [&] { return make(cpu, std::vector<float>{1, 2, 3, 4}, Shape{2, 2}); };

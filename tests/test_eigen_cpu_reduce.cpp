@@ -16,7 +16,7 @@ std::vector<R> naive_reduce(const std::vector<T>& v, const Shape& s, std::option
     for (std::size_t i = 1; i < v.size(); ++i) acc = f(acc, v[i], static_cast<std::int64_t>(i));
     return {acc};
   }
-  std::vector<std::int64_t> od(s.dims());
+  std::vector<std::int64_t> od(s.to_vector());
   od[*dim] = 1;
   Shape os(od);
   std::vector<R> out(static_cast<std::size_t>(os.numel()));

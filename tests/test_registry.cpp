@@ -3,14 +3,13 @@
 #include <catch2/catch.hpp>
 
 #include "matchers.hpp"
-
 #include "mini_backend.hpp"
 
-using ferry_test::Says;
 using ferry::Access;
 using ferry::DType;
 using ferry::Kind;
 using ferry::TensorRef;
+using ferry_test::Says;
 
 namespace {
 mini::Buf buf(std::vector<double> v) {
@@ -50,7 +49,7 @@ TEST_CASE("taking a handle of the wrong kind is a HandleError naming both kinds"
   reg.put<Kind::Int>(3, buf({1}), 4);
   REQUIRE_THROWS_MATCHES(reg.take<Kind::Float>(ro(3), "exp"), ferry::HandleError,
                          Says("op 'exp' wants a Float handle for tensor 3 on device mini:1, "
-                                  "but it holds a Int handle"));
+                              "but it holds a Int handle"));
   REQUIRE(reg.find(3) == Kind::Int);  // untouched
   REQUIRE(reg.find(4) == std::nullopt);
 }
@@ -84,7 +83,7 @@ TEST_CASE("a failed tensor reports the original error to its users until dropped
   reg.mark_failed(5, "op 'div' on device mini:0 failed: division by zero");
   REQUIRE_THROWS_MATCHES(reg.take<Kind::Float>(ro(5), "exp"), ferry::OpFailed,
                          Says("op 'exp' cannot use tensor 5 on device mini:0: op 'div' on "
-                                  "device mini:0 failed: division by zero"));
+                              "device mini:0 failed: division by zero"));
   REQUIRE(reg.failed_size() == 1);
   reg.drop(5);
   REQUIRE(reg.failed_size() == 0);
@@ -97,4 +96,32 @@ TEST_CASE("drops return the byte count to zero") {
   for (ferry::TensorId i = 1; i <= 100; ++i) REQUIRE(reg.drop(i));
   REQUIRE(reg.size() == 0);
   REQUIRE(reg.bytes() == 0);
+}
+
+TEST_CASE("a Shape of any rank copies, moves and compares by its dims") {
+  const ferry::Shape small{2, 3, 4};
+  const ferry::Shape big{1, 2, 3, 4, 5, 6, 7, 8};  // above the inline rank: dims on the heap
+  REQUIRE(ferry::Shape::inline_rank == 6);
+  REQUIRE(big.rank() == 8);
+  REQUIRE(big.numel() == 40320);
+  REQUIRE(big.to_vector() == std::vector<std::int64_t>{1, 2, 3, 4, 5, 6, 7, 8});
+  REQUIRE(big.strides() == std::vector<std::int64_t>{40320, 20160, 6720, 1680, 336, 56, 8, 1});
+  ferry::Shape a = big;
+  REQUIRE(a == big);
+  a[7] = 9;
+  REQUIRE(a != big);  // a deep copy
+  REQUIRE(big[7] == 8);
+  ferry::Shape b = std::move(a);
+  REQUIRE(b[7] == 9);
+  REQUIRE(a.rank() == 0);  // NOLINT(bugprone-use-after-move): moved-from is empty
+  b = small;
+  REQUIRE(b == small);
+  REQUIRE(b != big);
+  b = big;
+  REQUIRE(b == big);
+  REQUIRE(fmt::format("{}", big) == "[1, 2, 3, 4, 5, 6, 7, 8]");
+  REQUIRE(ferry::Shape{} == ferry::Shape(std::vector<std::int64_t>{}));
+  REQUIRE(ferry::Shape{}.numel() == 1);
+  REQUIRE_THROWS_MATCHES(big.axis(8, "sum"), ferry::IndexError,
+                         Says("sum: axis 8 is out of range for shape [1, 2, 3, 4, 5, 6, 7, 8]"));
 }

@@ -27,12 +27,20 @@ namespace detail {
 template <Backend B>
 using TA = TensorAccess<B>;
 
-/// The device all operands share, or DeviceError naming the devices.
+/// The device all operands share, or DeviceError naming the devices. Operands of two routers
+/// never share one: each router numbers its devices and its tensor ids from the start, so
+/// the same index or id on another router names another registry's tensor.
 template <Backend B, class... Ts>
 std::size_t common_device(const char* op, const Tensor<B>& first, const Ts&... rest) {
   const auto& s0 = TA<B>::state(first, op);
   [[maybe_unused]] auto check = [&](const Tensor<B>& t) {
     const auto& s = TA<B>::state(t, op);
+    if (s.core != s0.core)
+      raise<DeviceError>("device",
+                         "{}: operands belong to different routers (tensor {} on {} and tensor "
+                         "{} on {} of another router); move data between routers through "
+                         "to_data() and from_data()",
+                         op, s0.id, s0.core->device(s0.device), s.id, s.core->device(s.device));
     if (s.device != s0.device)
       raise<DeviceError>("device",
                          "{}: operands are on different devices ({} and {}); move one with "
@@ -192,7 +200,10 @@ template <Backend B>
 [[nodiscard]] Tensor<B> cast(Tensor<B> x, DType to) {
   const auto dev = detail::common_device("cast", x);
   detail::not_quantized("cast", x.dtype());
-  detail::not_quantized("cast", to);
+  if (to == DType::quantized)
+    detail::raise<DTypeError>("dtype",
+                              "cast: cannot cast to quantized; use quantize() or "
+                              "quantize_dynamic() with a quant::Scheme");
   if (x.dtype() == to) return x;
   op::Cast o{detail::TA<B>::ref(x), detail::out_ref(x, x.shape(), to)};
   return detail::emit(detail::TA<B>::core(x, "cast"), dev, std::move(o), x);
@@ -229,7 +240,7 @@ template <Backend B>
     if (sb.rank() != 2)
       detail::raise<ShapeError>("shape",
                                 "matmul: a quantized right operand must be 2-D [K, N], got {}", sb);
-    std::vector<std::int64_t> o = sa.dims();
+    std::vector<std::int64_t> o = sa.to_vector();
     o.back() = sb[1];
     op::QMatmul q{detail::TA<B>::ref(a), detail::TA<B>::ref(b),
                   detail::out_ref(a, Shape(o), a.dtype())};
@@ -239,7 +250,7 @@ template <Backend B>
   detail::same_dtype("matmul", a.dtype(), b.dtype());
   const Shape ba(std::vector<std::int64_t>(sa.begin(), sa.end() - 2));
   const Shape bb(std::vector<std::int64_t>(sb.begin(), sb.end() - 2));
-  std::vector<std::int64_t> o = detail::broadcast("matmul", ba, bb).dims();
+  std::vector<std::int64_t> o = detail::broadcast("matmul", ba, bb).to_vector();
   o.push_back(sa[sa.rank() - 2]);
   o.push_back(sb[sb.rank() - 1]);
   op::Matmul m{detail::TA<B>::ref(a), detail::TA<B>::ref(b),
@@ -346,7 +357,7 @@ template <Backend B>
   if (xs.empty()) detail::raise<ShapeError>("shape", "cat: no tensors given");
   const auto& first = xs.front();
   const auto d = first.shape().axis(dim, "cat");
-  std::vector<std::int64_t> s = first.shape().dims();
+  std::vector<std::int64_t> s = first.shape().to_vector();
   s[d] = 0;
   op::Cat o;
   for (const auto& t : xs) {
@@ -404,7 +415,7 @@ template <Backend B>
   const auto d = x.shape().axis(dim, "index_select");
   if (index.rank() != 1)
     detail::raise<ShapeError>("shape", "index_select: index must be 1-D, got {}", index.shape());
-  std::vector<std::int64_t> s = x.shape().dims();
+  std::vector<std::int64_t> s = x.shape().to_vector();
   s[d] = index.shape()[0];
   op::IndexSelect o{detail::TA<B>::ref(x), d, detail::TA<B>::ref(index),
                     detail::out_ref(x, Shape(std::move(s)), x.dtype())};
@@ -418,7 +429,7 @@ template <Backend B>
   if (times.size() != x.rank())
     detail::raise<ShapeError>("shape", "repeat: {} repeat counts for shape {} of rank {}",
                               times.size(), x.shape(), x.rank());
-  std::vector<std::int64_t> s = x.shape().dims();
+  std::vector<std::int64_t> s = x.shape().to_vector();
   for (std::size_t i = 0; i < s.size(); ++i) {
     if (times[i] < 0)
       detail::raise<ValueError>("value", "repeat: count {} on dim {} is negative", times[i], i);
@@ -446,6 +457,23 @@ template <Backend B>
   if (static_cast<std::int64_t>(offsets.size()) != want_off)
     detail::raise<QuantError>("quant", "quantize: {} on shape {} needs {} offsets, got {}", scheme,
                               x.shape(), want_off, offsets.size());
+  // The values of the parameters too, so that async callers hear of a bad one at the call (the
+  // kernel checks them again, for callers of quant::quantize).
+  for (std::size_t p = 0; p < scales.size(); ++p) {
+    const float v = scales[p], stored = quant::round_to(scheme.scale_type, v);
+    if (!(std::isfinite(v) && v > 0.0f) || !(std::isfinite(stored) && stored > 0.0f))
+      detail::raise<QuantError>("quant.scale",
+                                "quantize: '{}' over shape {}: scale {} of param {} is {} as {}; "
+                                "scales must be finite and > 0",
+                                scheme, x.shape(), v, p, stored, scheme.scale_type);
+  }
+  const auto lo = quant::qmin(scheme.value, scheme.mode);
+  const auto hi = quant::qmax(scheme.value, scheme.mode);
+  for (std::size_t p = 0; p < offsets.size(); ++p)
+    if (offsets[p] < lo || offsets[p] > hi)
+      detail::raise<QuantError>(
+          "quant.offset", "quantize: '{}' over shape {}: offset {} of param {} is outside [{}, {}]",
+          scheme, x.shape(), offsets[p], p, lo, hi);
   auto sch = std::make_shared<const quant::Scheme>(scheme);
   op::Quantize o{detail::TA<B>::ref(x), std::move(scheme), std::move(scales), std::move(offsets),
                  detail::out_ref(x, x.shape(), DType::quantized, sch)};

@@ -5,11 +5,14 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
+#include <array>
 #include <cstdint>
 #include <initializer_list>
-#include <numeric>
+#include <memory>
 #include <ostream>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "ferry/error.hpp"
@@ -21,44 +24,87 @@ namespace ferry {
 /// @code
 ///   ferry::Shape s{2, 3};      // s.rank() == 2, s.numel() == 6, fmt prints "[2, 3]"
 /// @endcode
+/// Up to rank 6 the dims are stored inline (no allocation): every op records a Shape per
+/// operand, so on the dispatch path a heap-allocated Shape would cost more than a tiny kernel.
+/// Higher ranks work the same, with the dims on the heap.
 class Shape {
  public:
-  Shape() = default;
-  Shape(std::initializer_list<std::int64_t> dims) : dims_(dims) {}
-  explicit Shape(std::vector<std::int64_t> dims) : dims_(std::move(dims)) {}
-  explicit Shape(std::span<const std::int64_t> dims) : dims_(dims.begin(), dims.end()) {}
+  /// Ranks up to this many dims need no allocation.
+  static constexpr std::size_t inline_rank = 6;
 
-  [[nodiscard]] std::size_t rank() const noexcept { return dims_.size(); }
-  [[nodiscard]] std::int64_t numel() const noexcept {
-    return std::accumulate(dims_.begin(), dims_.end(), std::int64_t{1}, std::multiplies<>{});
+  Shape() = default;
+  Shape(std::initializer_list<std::int64_t> dims) { assign(dims.begin(), dims.size()); }
+  explicit Shape(const std::vector<std::int64_t>& dims) { assign(dims.data(), dims.size()); }
+  explicit Shape(std::span<const std::int64_t> dims) { assign(dims.data(), dims.size()); }
+  Shape(const Shape& o) { assign(o.data(), o.n_); }
+  Shape(Shape&& o) noexcept : small_(o.small_), big_(std::move(o.big_)), n_(o.n_) { o.n_ = 0; }
+  Shape& operator=(const Shape& o) {
+    if (this != &o) {
+      Shape t(o);
+      *this = std::move(t);
+    }
+    return *this;
   }
-  [[nodiscard]] std::int64_t operator[](std::size_t i) const noexcept { return dims_[i]; }
-  [[nodiscard]] std::int64_t& operator[](std::size_t i) noexcept { return dims_[i]; }
-  [[nodiscard]] const std::vector<std::int64_t>& dims() const noexcept { return dims_; }
-  [[nodiscard]] auto begin() const noexcept { return dims_.begin(); }
-  [[nodiscard]] auto end() const noexcept { return dims_.end(); }
+  Shape& operator=(Shape&& o) noexcept {
+    small_ = o.small_;
+    big_ = std::move(o.big_);
+    n_ = std::exchange(o.n_, 0);
+    return *this;
+  }
+  ~Shape() = default;
+
+  [[nodiscard]] std::size_t rank() const noexcept { return n_; }
+  [[nodiscard]] std::int64_t numel() const noexcept {
+    std::int64_t n = 1;
+    for (auto d : dims()) n *= d;
+    return n;
+  }
+  [[nodiscard]] std::int64_t operator[](std::size_t i) const noexcept { return data()[i]; }
+  [[nodiscard]] std::int64_t& operator[](std::size_t i) noexcept { return data()[i]; }
+  [[nodiscard]] std::span<const std::int64_t> dims() const noexcept { return {data(), n_}; }
+  [[nodiscard]] std::vector<std::int64_t> to_vector() const { return {begin(), end()}; }
+  [[nodiscard]] const std::int64_t* begin() const noexcept { return data(); }
+  [[nodiscard]] const std::int64_t* end() const noexcept { return data() + n_; }
 
   /// Row-major strides, in elements.
   [[nodiscard]] std::vector<std::int64_t> strides() const {
-    std::vector<std::int64_t> s(dims_.size(), 1);
-    for (std::size_t i = dims_.size(); i-- > 1;) s[i - 1] = s[i] * dims_[i];
+    std::vector<std::int64_t> s(n_, 1);
+    for (std::size_t i = n_; i-- > 1;) s[i - 1] = s[i] * data()[i];
     return s;
   }
 
   /// Normalises a possibly negative axis against this rank; throws IndexError naming `op`.
   [[nodiscard]] std::size_t axis(std::int64_t a, const char* op) const {
-    const auto r = static_cast<std::int64_t>(dims_.size());
+    const auto r = static_cast<std::int64_t>(n_);
     const std::int64_t n = a < 0 ? a + r : a;
     if (n < 0 || n >= r)
       detail::raise<IndexError>("axis", "{}: axis {} is out of range for shape [{}] (rank {})", op,
-                                a, fmt::join(dims_, ", "), r);
+                                a, fmt::join(dims(), ", "), r);
     return static_cast<std::size_t>(n);
   }
 
-  friend bool operator==(const Shape&, const Shape&) = default;
+  friend bool operator==(const Shape& a, const Shape& b) noexcept {
+    return std::equal(a.begin(), a.end(), b.begin(), b.end());
+  }
 
  private:
-  std::vector<std::int64_t> dims_;
+  [[nodiscard]] const std::int64_t* data() const noexcept {
+    return big_ ? big_.get() : small_.data();
+  }
+  [[nodiscard]] std::int64_t* data() noexcept { return big_ ? big_.get() : small_.data(); }
+  void assign(const std::int64_t* p, std::size_t n) {
+    if (n > inline_rank) {
+      big_ = std::make_unique<std::int64_t[]>(n);
+      std::copy_n(p, n, big_.get());
+    } else {
+      std::copy_n(p, n, small_.data());
+    }
+    n_ = n;
+  }
+
+  std::array<std::int64_t, inline_rank> small_{};
+  std::unique_ptr<std::int64_t[]> big_;
+  std::size_t n_ = 0;
 };
 
 inline std::ostream& operator<<(std::ostream& os, const Shape& s) {

@@ -71,8 +71,15 @@ class BasicEigenCpu {
 
   [[nodiscard]] static constexpr std::string_view name() { return "eigen-cpu"; }
 
-  /// `num_devices` logical devices cpu:0 .. cpu:N-1, each with its own accounting.
-  explicit BasicEigenCpu(int num_devices = 1) : acc_(make_accounts(num_devices)) {}
+  /// Freed memory each device keeps for reuse unless told otherwise (see cached_bytes()).
+  static constexpr std::size_t default_cache_bytes = std::size_t{1} << 30;
+
+  /// `num_devices` logical devices cpu:0 .. cpu:N-1, each with its own accounting and a cache
+  /// of up to `cache_bytes` of freed buffers (0: every free goes straight back to the system).
+  /// The cache is what lets a loop of quantize / move / dequantize calls reuse warm memory
+  /// instead of page-faulting fresh pages on every call.
+  explicit BasicEigenCpu(int num_devices = 1, std::size_t cache_bytes = default_cache_bytes)
+      : acc_(make_accounts(num_devices, cache_bytes)) {}
 
   [[nodiscard]] std::vector<CpuDevice> devices() const {
     std::vector<CpuDevice> out;
@@ -88,6 +95,15 @@ class BasicEigenCpu {
   [[nodiscard]] std::int64_t allocations(CpuDevice d) const {
     acc_->check(d.index, "allocations");
     return (*acc_)[d.index].allocations.load(std::memory_order_relaxed);
+  }
+  /// Bytes of freed buffers `d` keeps for reuse (not counted in allocated_bytes()).
+  [[nodiscard]] std::size_t cached_bytes(CpuDevice d) const {
+    acc_->check(d.index, "cached_bytes");
+    return (*acc_)[d.index].cache.cached_bytes();
+  }
+  /// Gives every device's cached memory back to the system (live tensors are untouched).
+  void empty_cache() const noexcept {
+    for (int i = 0; i < acc_->size(); ++i) (*acc_)[i].cache.release();
   }
   [[nodiscard]] std::size_t nbytes(const CpuTensor& t) const noexcept { return t.nbytes(); }
 
@@ -291,20 +307,23 @@ class BasicEigenCpu {
   CpuQTensor q_to_device(CpuQTensor q, const CpuDevice& dev) const {
     acc_->check(dev.index, "q_to_device");
     if (dev.index == q.device()) return q;
-    return detail::cpu::make_q(acc_, dev.index, q.parts());
+    return detail::cpu::copy_q(acc_, dev.index, q);
   }
   [[nodiscard]] std::size_t nbytes(const CpuQTensor& q) const noexcept { return q.nbytes(); }
   CpuQTensor quantize(CpuTensor x, const quant::Scheme& s, std::span<const float> scales,
                       std::span<const std::int32_t> offsets) const {
     std::vector<float> scratch;
+    const detail::cpu::CacheSource src(acc_, x.device);
     return detail::cpu::make_q(
         acc_, x.device,
-        quant::quantize(s, x.shape, detail::cpu::f32_view(x, scratch), scales, offsets));
+        quant::quantize(s, x.shape, detail::cpu::f32_view(x, scratch), scales, offsets, &src));
   }
   CpuQTensor quantize_dynamic(CpuTensor x, const quant::Scheme& s) const {
     std::vector<float> scratch;
+    const detail::cpu::CacheSource src(acc_, x.device);
     return detail::cpu::make_q(
-        acc_, x.device, quant::quantize_dynamic(s, x.shape, detail::cpu::f32_view(x, scratch)));
+        acc_, x.device,
+        quant::quantize_dynamic(s, x.shape, detail::cpu::f32_view(x, scratch), &src));
   }
   CpuTensor dequantize(CpuQTensor q, DType to) const {
     const auto& p = q.parts();
@@ -329,10 +348,10 @@ class BasicEigenCpu {
   CpuTensor q_matmul(CpuTensor x, CpuQTensor w) const { return detail::cpu::q_matmul(acc_, x, w); }
 
  private:
-  static detail::cpu::AccountsPtr make_accounts(int n) {
+  static detail::cpu::AccountsPtr make_accounts(int n, std::size_t cache_bytes) {
     if (n < 1)
       detail::raise<ValueError>("cpu.devices", "eigen-cpu: needs at least one device, got {}", n);
-    return std::make_shared<detail::cpu::Accounts>(n);
+    return std::make_shared<detail::cpu::Accounts>(n, cache_bytes);
   }
 
   CpuTensor from_data(TensorData d, const CpuDevice& dev, Kind k, const char* op) const {

@@ -69,7 +69,7 @@ inline Shape reduced(const Shape& s, std::optional<std::size_t> dim, bool keepdi
 
 /// Resolves one -1 in a reshape target and checks the element count.
 inline Shape reshape_target(const char* op, const Shape& from, const Shape& to) {
-  std::vector<std::int64_t> d = to.dims();
+  std::vector<std::int64_t> d = to.to_vector();
   std::int64_t known = 1;
   std::optional<std::size_t> infer;
   for (std::size_t i = 0; i < d.size(); ++i) {

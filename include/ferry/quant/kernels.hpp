@@ -360,6 +360,45 @@ inline void dequantize_tiles(const KernelArgs& a, const unsigned char* in, std::
   }
 }
 
+/// dequantize_tiles for a rank-1 Canon (per tensor; per axis 0; blocks along the last dim that
+/// divide it): the param of element e is (e / block) * gstride, so each block decodes straight
+/// from the packed bytes to floats with its scale and offset loaded once. Same arithmetic as
+/// the tiled path, (q - offset) * scale, so the results are bit-identical.
+template <int Slot, bool Signed>
+inline void dequantize_flat(const KernelArgs& a, const unsigned char* in, std::int64_t begin,
+                            std::int64_t end, float* out) {
+  const std::int64_t b = a.canon->block[0], g = a.canon->gstride[0];
+  for (std::int64_t e = begin; e < end;) {
+    const std::int64_t p = e / b;
+    const std::int64_t stop = std::min(end, (p + 1) * b);
+    const float s = a.params.scale(p * g);
+    const std::int32_t o = a.params.offset(p * g);
+    float* __restrict dst = out + (e - begin);
+    if constexpr (Slot == 8) {
+      using V = std::conditional_t<Signed, signed char, unsigned char>;
+      const V* __restrict src = reinterpret_cast<const V*>(in) + e;
+      for (std::int64_t i = 0; i < stop - e; ++i)
+        dst[i] = static_cast<float>(static_cast<std::int32_t>(src[i]) - o) * s;
+    } else {
+      static_assert(Slot == 4);
+      std::int64_t i = e;
+      if (i % 2 != 0) {
+        *dst++ = static_cast<float>(field<4, Signed>(in[i / 2], 1) - o) * s;
+        ++i;
+      }
+      const unsigned char* __restrict src = in + i / 2;
+      const std::int64_t pairs = (stop - i) / 2;
+      for (std::int64_t k = 0; k < pairs; ++k) {
+        dst[2 * k] = static_cast<float>(field<4, Signed>(src[k], 0) - o) * s;
+        dst[2 * k + 1] = static_cast<float>(field<4, Signed>(src[k], 1) - o) * s;
+      }
+      i += 2 * pairs;
+      if (i < stop) dst[2 * pairs] = static_cast<float>(field<4, Signed>(in[i / 2], 0) - o) * s;
+    }
+    e = stop;
+  }
+}
+
 /// Folds x[begin, end) into per-param [lo, hi] (indexed by absolute param).
 inline void calibrate_range(const Canon& c, const float* x, std::int64_t begin, std::int64_t end,
                             float* lo, float* hi) {
@@ -433,13 +472,22 @@ class Finalizer {
   float smallest_;
 };
 
-inline QuantizedParts empty_parts(const Scheme& s, const Shape& shape, std::int64_t np) {
+inline QuantizedParts empty_parts(const Scheme& s, const Shape& shape, std::int64_t np,
+                                  const VectorSource* src) {
   QuantizedParts p;
   p.scheme = s;
   p.shape = shape;
-  alloc_zeroed(p.data, data_bytes(s, shape.numel()));
-  p.scales.resize(static_cast<std::size_t>(np) * scale_bytes(s.scale_type));
-  if (s.mode == Mode::affine) p.offsets.resize(static_cast<std::size_t>(np));
+  const std::size_t nd = data_bytes(s, shape.numel());
+  const std::size_t ns = static_cast<std::size_t>(np) * scale_bytes(s.scale_type);
+  const std::size_t no = s.mode == Mode::affine ? static_cast<std::size_t>(np) : 0;
+  if (src != nullptr) {
+    p.data = src->take(nd);
+    p.scales = src->take(ns);
+    p.offsets = src->take(no);
+  }
+  alloc_zeroed(p.data, nd);
+  p.scales.resize(ns);
+  p.offsets.resize(no);
   return p;
 }
 
@@ -466,8 +514,8 @@ inline KernelArgs kernel_args(const QuantizedParts& p, const Canon& c) {
 ///   // values(q) == {0, 2, -1, 11}
 /// @endcode
 inline QuantizedParts quantize(const Scheme& s, const Shape& shape, std::span<const float> x,
-                               std::span<const float> scales,
-                               std::span<const std::int32_t> offsets) {
+                               std::span<const float> scales, std::span<const std::int32_t> offsets,
+                               const VectorSource* src = nullptr) {
   s.validate_for(shape);
   const std::int64_t numel = shape.numel();
   const std::int64_t np = num_params(s, shape);
@@ -485,7 +533,7 @@ inline QuantizedParts quantize(const Scheme& s, const Shape& shape, std::span<co
         "quant.args", "quantize: '{}' over shape {}: {} offsets given, expected {} ({})", s, shape,
         offsets.size(), want_offsets,
         s.mode == Mode::affine ? "one per param" : "symmetric schemes take no offsets");
-  QuantizedParts parts = detail::empty_parts(s, shape, np);
+  QuantizedParts parts = detail::empty_parts(s, shape, np, src);
   const std::int32_t qn = qmin(s.value, s.mode), qx = qmax(s.value, s.mode);
   const std::size_t sb = scale_bytes(s.scale_type);
   for (std::int64_t p = 0; p < np; ++p) {
@@ -526,7 +574,8 @@ inline QuantizedParts quantize(const Scheme& s, const Shape& shape, std::span<co
 ///                             Shape{rows, 4096}, weights);
 /// @endcode
 inline QuantizedParts quantize_dynamic(const Scheme& s, const Shape& shape,
-                                       std::span<const float> x) {
+                                       std::span<const float> x,
+                                       const VectorSource* src = nullptr) {
   s.validate_for(shape);
   const std::int64_t numel = shape.numel();
   if (x.size() != static_cast<std::size_t>(numel))
@@ -534,7 +583,7 @@ inline QuantizedParts quantize_dynamic(const Scheme& s, const Shape& shape,
         "quant.args", "quantize_dynamic: '{}' over shape {}: x holds {} values, expected {}", s,
         shape, x.size(), numel);
   const std::int64_t np = num_params(s, shape);
-  QuantizedParts parts = detail::empty_parts(s, shape, np);
+  QuantizedParts parts = detail::empty_parts(s, shape, np, src);
   const detail::Canon c = detail::make_canon(s, shape);
   std::vector<float> lo(static_cast<std::size_t>(np), 0.0f), hi(static_cast<std::size_t>(np), 0.0f);
   auto* out = reinterpret_cast<unsigned char*>(parts.data.data());
@@ -633,9 +682,18 @@ inline void dequantize_range(const QuantizedParts& q, std::int64_t begin, std::i
   const detail::Canon c = detail::make_canon(q.scheme, q.shape);
   const detail::KernelArgs a = detail::kernel_args(q, c);
   const auto* in = reinterpret_cast<const unsigned char*>(q.data.data());
-  detail::for_chunks(begin, end, [&](std::int64_t b, std::int64_t e) {
-    detail::dequantize_tiles(a, in, b, e, out.data() + (b - begin));
-  });
+  const bool sgn = is_signed(q.scheme.value);
+  const auto run = [&](auto kernel) {
+    detail::for_chunks(begin, end, [&](std::int64_t b, std::int64_t e) {
+      kernel(a, in, b, e, out.data() + (b - begin));
+    });
+  };
+  if (c.dims.size() == 1 && a.slot == 8)
+    sgn ? run(detail::dequantize_flat<8, true>) : run(detail::dequantize_flat<8, false>);
+  else if (c.dims.size() == 1 && a.slot == 4)
+    sgn ? run(detail::dequantize_flat<4, true>) : run(detail::dequantize_flat<4, false>);
+  else
+    run(detail::dequantize_tiles);
 }
 
 /// Dequantizes the whole tensor into `out` (exactly numel floats): x = (q - offset) * scale.

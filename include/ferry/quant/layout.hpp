@@ -46,7 +46,7 @@ namespace detail {
 
 /// Calls f(dst, src) for the row-major walk over `dims`, src = base + sum_i c_i * strides[i].
 template <class F>
-void strided_walk(const std::vector<std::int64_t>& dims, const std::vector<std::int64_t>& strides,
+void strided_walk(std::span<const std::int64_t> dims, std::span<const std::int64_t> strides,
                   std::int64_t base, F&& f) {
   const std::size_t r = dims.size();
   std::int64_t total = 1;

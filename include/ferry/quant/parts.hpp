@@ -93,6 +93,21 @@ struct QuantizedParts {
   }
 };
 
+/// Where the kernels that make new parts (quantize, quantize_dynamic) get their byte vectors.
+/// A backend that recycles memory hands out empty vectors with spare capacity, so the parts
+/// are written into warm pages; without one (nullptr) the vectors are freshly allocated.
+class VectorSource {
+ public:
+  /// An empty vector with capacity for at least `n` bytes.
+  [[nodiscard]] virtual std::vector<std::byte> take(std::size_t n) const = 0;
+
+ protected:
+  VectorSource() = default;
+  VectorSource(const VectorSource&) = default;
+  VectorSource& operator=(const VectorSource&) = default;
+  ~VectorSource() = default;
+};
+
 namespace detail {
 
 /// Resizes an empty `v` to `n` zero bytes. For large buffers on Linux it first asks for

@@ -5,12 +5,16 @@
 #include <fmt/format.h>
 
 #include <atomic>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <new>
 #include <ostream>
+#include <unordered_map>
 #include <utility>
+#include <vector>
 
 #include "ferry/dtype.hpp"
 #include "ferry/error.hpp"
@@ -28,21 +32,147 @@ inline std::ostream& operator<<(std::ostream& os, CpuDevice d) { return os << "c
 
 namespace detail::cpu {
 
-/// Live bytes and buffers ever allocated on one device. Buffers on any thread touch these,
-/// so they are atomics and nothing else in the backend is mutable.
+/// @brief Freed memory of one device, kept for reuse: aligned blocks (CpuBuffer) and byte
+/// vectors (the parts of quantized tensors).
+///
+/// A model's ops allocate the same sizes again and again; fresh large allocations come from
+/// the OS as untouched pages, so every first write page-faults, and a quantize or a transfer
+/// then runs at a fraction of memcpy speed. Blocks are rounded up to size classes (64 bytes up
+/// to 256 bytes, then eight classes per power of two: at most 12.5% slack) and kept per class
+/// up to `limit` bytes in all; past that a freed block goes back to the allocator at once.
+/// `release()` empties the cache. Thread-safe: tensors are freed on any thread.
+class MemoryCache {
+ public:
+  explicit MemoryCache(std::size_t limit = 0) : limit_(limit) {}
+  MemoryCache(const MemoryCache&) = delete;
+  MemoryCache& operator=(const MemoryCache&) = delete;
+  ~MemoryCache() { release(); }
+
+  /// The class a request of `n` bytes is served from (>= n).
+  [[nodiscard]] static std::size_t size_class(std::size_t n) noexcept {
+    if (n <= 256) return (n + 63) / 64 * 64;
+    const std::size_t step = std::bit_floor(n) / 8;
+    return (n + step - 1) / step * step;
+  }
+  /// The largest class <= `c` (a buffer of capacity c can serve it); 0 when c < 64.
+  [[nodiscard]] static std::size_t floor_class(std::size_t c) noexcept {
+    if (c <= 256) return c / 64 * 64;
+    const std::size_t step = std::bit_floor(c) / 8;
+    return c / step * step;
+  }
+
+  /// A block of exactly `cls` bytes (a size_class) and alignment `align`; recycled when one
+  /// is cached.
+  [[nodiscard]] std::byte* take_block(std::size_t cls, std::size_t align) {
+    if (cls == 0) return nullptr;
+    {
+      std::lock_guard lk(mu_);
+      if (auto it = blocks_.find(cls); it != blocks_.end() && !it->second.empty()) {
+        std::byte* p = it->second.back();
+        it->second.pop_back();
+        cached_ -= cls;
+        return p;
+      }
+    }
+    return static_cast<std::byte*>(::operator new (cls, std::align_val_t{align}));
+  }
+  /// Keeps `p` (from take_block with the same `cls` and `align`) for reuse, or frees it.
+  void give_block(std::byte* p, std::size_t cls, std::size_t align) noexcept {
+    if (p == nullptr) return;
+    {
+      std::lock_guard lk(mu_);
+      if (cached_ + cls <= limit_) {
+        try {
+          blocks_[cls].push_back(p);
+          cached_ += cls;
+          return;
+        } catch (...) {  // no memory for the list itself: free the block instead
+        }
+      }
+    }
+    ::operator delete (p, std::align_val_t{align});
+  }
+
+  /// An empty vector whose capacity is at least `n` (recycled when one is cached).
+  [[nodiscard]] std::vector<std::byte> take_vector(std::size_t n) {
+    std::vector<std::byte> v;
+    if (n == 0) return v;
+    const std::size_t cls = size_class(n);
+    {
+      std::lock_guard lk(mu_);
+      if (auto it = vectors_.find(cls); it != vectors_.end() && !it->second.empty()) {
+        v = std::move(it->second.back());
+        it->second.pop_back();
+        cached_ -= cls;
+      }
+    }
+    if (v.capacity() < n) v.reserve(cls);
+    v.clear();
+    return v;
+  }
+  /// Keeps `v`'s memory for reuse (or lets it go).
+  void give_vector(std::vector<std::byte>&& v) noexcept {
+    const std::size_t cls = floor_class(v.capacity());
+    if (cls == 0) return;
+    std::lock_guard lk(mu_);
+    if (cached_ + cls > limit_) return;
+    try {
+      vectors_[cls].push_back(std::move(v));
+      cached_ += cls;
+    } catch (...) {  // no memory for the list itself: `v` is freed by its owner
+    }
+  }
+
+  /// Frees everything cached.
+  void release() noexcept {
+    std::lock_guard lk(mu_);
+    for (auto& [cls, list] : blocks_)
+      for (std::byte* p : list) ::operator delete (p, std::align_val_t{kBlockAlign});
+    blocks_.clear();
+    vectors_.clear();
+    cached_ = 0;
+  }
+  [[nodiscard]] std::size_t cached_bytes() const noexcept {
+    std::lock_guard lk(mu_);
+    return cached_;
+  }
+  void set_limit(std::size_t limit) noexcept {
+    {
+      std::lock_guard lk(mu_);
+      limit_ = limit;
+    }
+    if (limit == 0) release();
+  }
+
+  static constexpr std::size_t kBlockAlign = 64;
+
+ private:
+  mutable std::mutex mu_;
+  std::unordered_map<std::size_t, std::vector<std::byte*>> blocks_;
+  std::unordered_map<std::size_t, std::vector<std::vector<std::byte>>> vectors_;
+  std::size_t cached_ = 0;
+  std::size_t limit_;
+};
+
+/// Live bytes and buffers ever allocated on one device, and its cache of freed memory.
+/// Buffers on any thread touch these, so they are atomics (and the cache locks).
 struct DeviceCounters {
   std::atomic<std::int64_t> bytes{0};
   std::atomic<std::int64_t> allocations{0};
+  MemoryCache cache;
 };
 
 /// The accounting of all devices of one EigenCpu (and of every copy of it). Buffers keep it
 /// alive through a shared_ptr, so a tensor may outlive the backend object that made it.
 class Accounts {
  public:
-  explicit Accounts(int num_devices)
+  explicit Accounts(int num_devices, std::size_t cache_limit = 0)
       : n_(num_devices),
         counters_(std::make_unique<DeviceCounters[]>(
-            static_cast<std::size_t>(num_devices < 0 ? 0 : num_devices))) {}
+            static_cast<std::size_t>(num_devices < 0 ? 0 : num_devices))) {
+    for (int i = 0; i < n_; ++i)
+      counters_[static_cast<std::size_t>(i)].cache.set_limit(cache_limit);
+  }
   [[nodiscard]] int size() const noexcept { return n_; }
   [[nodiscard]] DeviceCounters& operator[](int device) const noexcept {
     return counters_[static_cast<std::size_t>(device)];
@@ -72,21 +202,22 @@ using AccountsPtr = std::shared_ptr<Accounts>;
 /// through `std::shared_ptr`, and a buffer whose use_count is above one is never written.
 class CpuBuffer {
  public:
-  static constexpr std::size_t alignment = 64;
+  static constexpr std::size_t alignment = detail::cpu::MemoryCache::kBlockAlign;
 
   CpuBuffer(detail::cpu::AccountsPtr accounts, int device, std::size_t bytes)
       : accounts_(std::move(accounts)), device_(device), size_(bytes) {
     accounts_->check(device_, "alloc");
-    if (size_ > 0)
-      data_ = static_cast<std::byte*>(::operator new (size_, std::align_val_t{alignment}));
     auto& c = (*accounts_)[device_];
+    if (size_ > 0)
+      data_ = c.cache.take_block(detail::cpu::MemoryCache::size_class(size_), alignment);
     c.bytes.fetch_add(static_cast<std::int64_t>(size_), std::memory_order_relaxed);
     c.allocations.fetch_add(1, std::memory_order_relaxed);
   }
   ~CpuBuffer() {
-    if (data_ != nullptr) ::operator delete (data_, std::align_val_t{alignment});
-    (*accounts_)[device_].bytes.fetch_sub(static_cast<std::int64_t>(size_),
-                                          std::memory_order_relaxed);
+    auto& c = (*accounts_)[device_];
+    if (data_ != nullptr)
+      c.cache.give_block(data_, detail::cpu::MemoryCache::size_class(size_), alignment);
+    c.bytes.fetch_sub(static_cast<std::int64_t>(size_), std::memory_order_relaxed);
   }
   CpuBuffer(const CpuBuffer&) = delete;
   CpuBuffer& operator=(const CpuBuffer&) = delete;

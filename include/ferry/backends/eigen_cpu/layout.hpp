@@ -159,7 +159,7 @@ inline CpuTensor expand(const AccountsPtr& acc, CpuTensor a, const Shape& target
     detail::raise<ShapeError>("shape", "expand: cannot expand {} to the lower-rank {}", a.shape,
                               target);
   const std::size_t lead = r - a.shape.rank();
-  std::vector<std::int64_t> dims(target.dims()), si(r, 0);
+  std::vector<std::int64_t> dims(target.to_vector()), si(r, 0);
   const auto st = a.shape.strides();
   for (std::size_t i = 0; i < r; ++i) {
     if (i >= lead && dims[i] == -1) dims[i] = a.shape[i - lead];
@@ -259,7 +259,7 @@ inline CpuTensor cat(const AccountsPtr& acc, std::vector<CpuTensor> ts, std::siz
     total += t.shape[dim];
   }
   if (ts.size() == 1) return std::move(ts.front());
-  std::vector<std::int64_t> dims(first.shape.dims());
+  std::vector<std::int64_t> dims(first.shape.to_vector());
   dims[dim] = total;
   Shape shape(std::move(dims));
   CpuTensor out = alloc(acc, first.device, shape, first.dtype);
@@ -353,7 +353,7 @@ inline CpuTensor index_select(const AccountsPtr& acc, CpuTensor a, std::size_t d
     detail::raise<ShapeError>("shape", "index_select: index must be 1-D, got shape {}",
                               index.shape);
   const std::int64_t len = index.numel(), n = a.shape[dim];
-  std::vector<std::int64_t> dims(a.shape.dims());
+  std::vector<std::int64_t> dims(a.shape.to_vector());
   dims[dim] = len;
   Shape shape(std::move(dims));
   CpuTensor out = alloc(acc, a.device, shape, a.dtype);

@@ -52,7 +52,7 @@ inline CpuTensor matmul(const AccountsPtr& acc, CpuTensor a, CpuTensor b) {
   const Shape ba(std::vector<std::int64_t>(a.shape.begin(), a.shape.end() - 2));
   const Shape bb(std::vector<std::int64_t>(b.shape.begin(), b.shape.end() - 2));
   const Shape batch = broadcast_shapes(ba, bb, "matmul");
-  std::vector<std::int64_t> dims(batch.dims());
+  std::vector<std::int64_t> dims(batch.to_vector());
   dims.push_back(m);
   dims.push_back(n);
   CpuTensor out = alloc(acc, a.device, Shape(dims), a.dtype);

@@ -4,7 +4,6 @@
 #pragma once
 
 #include <Eigen/Core>
-
 #include <algorithm>
 #include <cstdint>
 #include <memory>
@@ -33,8 +32,11 @@ class QStorage {
     c.allocations.fetch_add(1, std::memory_order_relaxed);
   }
   ~QStorage() {
-    (*acc_)[device_].bytes.fetch_sub(static_cast<std::int64_t>(parts_.nbytes()),
-                                     std::memory_order_relaxed);
+    auto& c = (*acc_)[device_];
+    c.bytes.fetch_sub(static_cast<std::int64_t>(parts_.nbytes()), std::memory_order_relaxed);
+    c.cache.give_vector(std::move(parts_.data));
+    c.cache.give_vector(std::move(parts_.scales));
+    c.cache.give_vector(std::move(parts_.offsets));
   }
   QStorage(const QStorage&) = delete;
   QStorage& operator=(const QStorage&) = delete;
@@ -62,6 +64,39 @@ inline CpuQTensor make_q(const AccountsPtr& acc, int device, quant::QuantizedPar
   return CpuQTensor{std::make_shared<const QStorage>(acc, device, std::move(parts))};
 }
 
+/// Hands quantize kernels recycled vectors from one device's cache.
+class CacheSource final : public quant::VectorSource {
+ public:
+  CacheSource(const AccountsPtr& acc, int device) : cache_(&(*acc)[checked(acc, device)].cache) {}
+  [[nodiscard]] std::vector<std::byte> take(std::size_t n) const override {
+    return cache_->take_vector(n);
+  }
+
+ private:
+  static int checked(const AccountsPtr& acc, int device) {
+    acc->check(device, "quantize");
+    return device;
+  }
+  MemoryCache* cache_;
+};
+
+/// A copy of `bytes` in `device`'s memory (a recycled vector when the cache has one).
+inline std::vector<std::byte> copy_bytes(const AccountsPtr& acc, int device,
+                                         const std::vector<std::byte>& bytes) {
+  std::vector<std::byte> v = (*acc)[device].cache.take_vector(bytes.size());
+  v.assign(bytes.begin(), bytes.end());
+  return v;
+}
+
+/// The parts of `q`, byte for byte, in `device`'s memory: a transfer, never a dequantize.
+inline CpuQTensor copy_q(const AccountsPtr& acc, int device, const CpuQTensor& q) {
+  const auto& p = q.parts();
+  return make_q(
+      acc, device,
+      quant::QuantizedParts{p.scheme, p.shape, copy_bytes(acc, device, p.data),
+                            copy_bytes(acc, device, p.scales), copy_bytes(acc, device, p.offsets)});
+}
+
 /// The float values of a CpuTensor as f32 (a view when it already is f32).
 inline std::span<const float> f32_view(const CpuTensor& x, std::vector<float>& scratch) {
   const auto n = static_cast<std::size_t>(x.numel());
@@ -83,12 +118,13 @@ inline CpuTensor q_matmul(const AccountsPtr& acc, const CpuTensor& x, const CpuQ
     raise<ShapeError>("shape", "q_matmul: shapes {} and {} do not fit", x.shape, p.shape);
   const std::int64_t K = p.shape[0], N = p.shape[1];
   const std::int64_t M = x.numel() / std::max<std::int64_t>(K, 1);
-  std::vector<std::int64_t> od = x.shape.dims();
+  std::vector<std::int64_t> od = x.shape.to_vector();
   od.back() = N;
   CpuTensor out = alloc(acc, x.device, Shape(std::move(od)), x.dtype);
   using RowMat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
   using RowMatD = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-  const std::int64_t tile_rows = std::clamp<std::int64_t>((std::int64_t{1} << 16) / std::max<std::int64_t>(N, 1), 1, std::max<std::int64_t>(K, 1));
+  const std::int64_t tile_rows = std::clamp<std::int64_t>(
+      (std::int64_t{1} << 16) / std::max<std::int64_t>(N, 1), 1, std::max<std::int64_t>(K, 1));
   std::vector<float> tile(static_cast<std::size_t>(tile_rows * N));
   if (x.dtype == DType::f32) {
     Eigen::Map<const RowMat> X(x.data<float>(), M, K);
@@ -96,7 +132,8 @@ inline CpuTensor q_matmul(const AccountsPtr& acc, const CpuTensor& x, const CpuQ
     Y.setZero();
     for (std::int64_t k0 = 0; k0 < K; k0 += tile_rows) {
       const std::int64_t kr = std::min(tile_rows, K - k0);
-      quant::dequantize_range(p, k0 * N, (k0 + kr) * N, std::span<float>(tile.data(), static_cast<std::size_t>(kr * N)));
+      quant::dequantize_range(p, k0 * N, (k0 + kr) * N,
+                              std::span<float>(tile.data(), static_cast<std::size_t>(kr * N)));
       Eigen::Map<const RowMat> Wt(tile.data(), kr, N);
       Y.noalias() += X.middleCols(k0, kr) * Wt;
     }
@@ -106,7 +143,8 @@ inline CpuTensor q_matmul(const AccountsPtr& acc, const CpuTensor& x, const CpuQ
     Y.setZero();
     for (std::int64_t k0 = 0; k0 < K; k0 += tile_rows) {
       const std::int64_t kr = std::min(tile_rows, K - k0);
-      quant::dequantize_range(p, k0 * N, (k0 + kr) * N, std::span<float>(tile.data(), static_cast<std::size_t>(kr * N)));
+      quant::dequantize_range(p, k0 * N, (k0 + kr) * N,
+                              std::span<float>(tile.data(), static_cast<std::size_t>(kr * N)));
       Eigen::Map<const RowMat> Wt(tile.data(), kr, N);
       Y.noalias() += X.middleCols(k0, kr) * Wt.cast<double>();
     }
