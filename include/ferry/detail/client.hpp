@@ -4,7 +4,6 @@
 
 #include <oneapi/tbb/task_arena.h>
 
-#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
@@ -97,7 +96,6 @@ class Client {
     std::unique_lock lk(q_mu_);
     not_full_.wait(lk, [&] { return q_.size() < opts_.queue_capacity; });
     q_.push_back(std::move(t));
-    queued_.store(q_.size(), std::memory_order_release);
     ++pending_;
     not_empty_.notify_one();
   }
@@ -243,14 +241,10 @@ class Client {
     }
   }
 
-  // Spins briefly before sleeping: a thread streaming small ops submits the next one within a
-  // few microseconds, and a futex wake-up per op costs more than the op. Returns false once
-  // stopping with nothing left to run.
+  // Returns false once stopping with nothing left to run. (A bounded spin before sleeping was
+  // tried: on 2 cores it stole the core a transfer's other half needed, q.to ran 10-30% slower,
+  // and a stream of tiny ops got no faster.)
   bool wait_for_work() {
-    for (int i = 0; i < kSpins; ++i) {
-      if (queued_.load(std::memory_order_acquire) > 0) return true;
-      cpu_relax();
-    }
     std::unique_lock lk(q_mu_);
     not_empty_.wait(lk, [&] { return stopping_ || !q_.empty(); });
     return !q_.empty();
@@ -288,19 +282,8 @@ class Client {
     if (q_.empty()) return false;
     t = std::move(q_.front());
     q_.pop_front();
-    queued_.store(q_.size(), std::memory_order_release);
     not_full_.notify_one();
     return true;
-  }
-
-  static void cpu_relax() noexcept {
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#elif defined(__aarch64__)
-    asm volatile("yield");
-#else
-    std::this_thread::yield();
-#endif
   }
 
   void stop() {
@@ -326,9 +309,6 @@ class Client {
   std::deque<Task> q_;
   std::size_t pending_ = 0;
   bool stopping_ = false;
-  std::atomic<std::size_t> queued_{0};  // q_.size(), readable without the lock (worker spin)
-  // About 20-50 us of pause instructions before the worker sleeps.
-  static constexpr int kSpins = 2000;
   std::optional<tbb::task_arena> arena_;
   std::thread worker_;
 };
