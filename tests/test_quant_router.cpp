@@ -3,10 +3,9 @@
 // dequantize-then-matmul, layout ops agree with the host functions, and bad input gets
 // QuantError while everything else stays intact.
 #include <catch2/catch.hpp>
+#include <ferry/ferry.hpp>
 
 #include "matchers.hpp"
-
-#include <ferry/ferry.hpp>
 
 using ferry::CpuDevice;
 using ferry::DType;
@@ -23,7 +22,8 @@ constexpr CpuDevice d0{0}, d1{1};
 /// (per_block includes a partial last block: 40 = 32 + 8, and a 2-D block).
 std::vector<Scheme> all_schemes() {
   std::vector<Scheme> out;
-  for (auto v : {ValueType::i8, ValueType::u8, ValueType::i4, ValueType::u4, ValueType::i2, ValueType::u2})
+  for (auto v :
+       {ValueType::i8, ValueType::u8, ValueType::i4, ValueType::u4, ValueType::i2, ValueType::u2})
     for (auto m : {Mode::symmetric, Mode::affine})
       for (int g = 0; g < 4; ++g)
         for (auto st : {Storage::native, Storage::packed_u8, Storage::packed_u32})
@@ -31,8 +31,13 @@ std::vector<Scheme> all_schemes() {
             if (st == Storage::packed_u8 && bits(v) == 8) continue;  // not a valid scheme
             Scheme s = Scheme::of(v);
             s = m == Mode::affine ? s.affine() : s.symmetric();
-            s = g == 0 ? s.per_tensor() : g == 1 ? s.per_axis(1) : g == 2 ? s.per_block({32}) : s.per_block({2, 16});
-            s = st == Storage::native ? s.native() : st == Storage::packed_u8 ? s.packed_u8() : s.packed_u32();
+            s = g == 0   ? s.per_tensor()
+                : g == 1 ? s.per_axis(1)
+                : g == 2 ? s.per_block({32})
+                         : s.per_block({2, 16});
+            s = st == Storage::native      ? s.native()
+                : st == Storage::packed_u8 ? s.packed_u8()
+                                           : s.packed_u32();
             out.push_back(s.scales(sc));
           }
   return out;
@@ -104,11 +109,13 @@ TEST_CASE("quantize with given scales follows the ONNX formula") {
   auto t = r.from_vector(x, {2, 4}, d0);
   const std::vector<float> scales{0.5f, 0.25f};
   const std::vector<std::int32_t> offsets{3, -2};
-  auto q = ferry::quantize(t, Scheme::of(ValueType::i4).affine().per_axis(0).packed_u8(), scales, offsets);
+  auto q = ferry::quantize(t, Scheme::of(ValueType::i4).affine().per_axis(0).packed_u8(), scales,
+                           offsets);
   const auto v = values(q.to_parts());
   for (std::size_t i = 0; i < x.size(); ++i) {
     const std::size_t row = i / 4;
-    const double want = std::clamp(static_cast<double>(std::nearbyint(x[i] / scales[row])) + offsets[row], -8.0, 7.0);
+    const double want = std::clamp(
+        static_cast<double>(std::nearbyint(x[i] / scales[row])) + offsets[row], -8.0, 7.0);
     CAPTURE(i);
     REQUIRE(v[i] == static_cast<std::int32_t>(want));
   }
@@ -122,15 +129,17 @@ TEST_CASE("quantize with given scales follows the ONNX formula") {
 TEST_CASE("matmul with quantized weights equals dequantize-then-matmul") {
   auto mode = GENERATE(Execution::Inline, Execution::Async);
   Router<EigenCpu> r(EigenCpu(1), {.execution = mode});
-  const auto s = GENERATE(Scheme::of(ValueType::i4).per_block({32}).packed_u8().scales(ScaleType::f16),
-                          Scheme::of(ValueType::u8).affine().per_axis(1),
-                          Scheme::of(ValueType::i2).affine().per_block({4, 8}).packed_u32());
+  const auto s =
+      GENERATE(Scheme::of(ValueType::i4).per_block({32}).packed_u8().scales(ScaleType::f16),
+               Scheme::of(ValueType::u8).affine().per_axis(1),
+               Scheme::of(ValueType::i2).affine().per_block({4, 8}).packed_u32());
   auto x = r.random_normal({3, 5, 96}, 1, d0);
   auto w = ferry::quantize_dynamic(r.random_normal({96, 70}, 2, d0), s);
   auto fused = ferry::matmul(x, w).to_data().to_vector<float>();
   auto reference = ferry::matmul(x, ferry::dequantize(w)).to_data().to_vector<float>();
   REQUIRE(fused.size() == 3 * 5 * 70);
-  for (std::size_t i = 0; i < fused.size(); ++i) REQUIRE(fused[i] == Approx(reference[i]).margin(1e-4));
+  for (std::size_t i = 0; i < fused.size(); ++i)
+    REQUIRE(fused[i] == Approx(reference[i]).margin(1e-4));
   SECTION("f64 activations") {
     auto x64 = ferry::cast(x, DType::f64);
     auto y64 = ferry::matmul(x64, w);
@@ -143,8 +152,9 @@ TEST_CASE("matmul with quantized weights equals dequantize-then-matmul") {
 TEST_CASE("quantized layout ops through the router agree with the host functions") {
   auto mode = GENERATE(Execution::Inline, Execution::Async);
   Router<EigenCpu> r(EigenCpu(2), {.execution = mode});
-  auto s = GENERATE(Scheme::of(ValueType::i8), Scheme::of(ValueType::u4).affine().per_axis(0).packed_u8(),
-                    Scheme::of(ValueType::i4).per_block({2, 8}).packed_u32().scales(ScaleType::bf16));
+  auto s = GENERATE(
+      Scheme::of(ValueType::i8), Scheme::of(ValueType::u4).affine().per_axis(0).packed_u8(),
+      Scheme::of(ValueType::i4).per_block({2, 8}).packed_u32().scales(ScaleType::bf16));
   auto q = ferry::quantize_dynamic(r.random_normal({4, 6, 16}, 9, d0), s);
   const auto p = q.to_parts();
   const std::vector<std::int64_t> perm{2, 0, 1}, axes{0};
@@ -160,7 +170,8 @@ TEST_CASE("quantized layout ops through the router agree with the host functions
 
 TEST_CASE("layout ops that would break a scheme are refused at the call, with the reason") {
   Router<EigenCpu> r(EigenCpu(1), {.execution = Execution::Async});
-  auto blocked = ferry::quantize_dynamic(r.random_normal({4, 40}, 1, d0), Scheme::of(ValueType::i4).per_block({32}).packed_u8());
+  auto blocked = ferry::quantize_dynamic(r.random_normal({4, 40}, 1, d0),
+                                         Scheme::of(ValueType::i4).per_block({32}).packed_u8());
   REQUIRE_THROWS_MATCHES(ferry::q_reshape(blocked, {8, 20}), ferry::QuantError,
                          Says("the 1 blocked trailing dim(s) must stay as they are"));
   REQUIRE_THROWS_MATCHES(ferry::q_flip(blocked, {1}), ferry::QuantError,
@@ -170,8 +181,10 @@ TEST_CASE("layout ops that would break a scheme are refused at the call, with th
   // Ending mid-block is fine: the values stay exact.
   REQUIRE(ferry::dequantize(ferry::q_slice(blocked, {{0, 4}, {0, 20}})).to_data() ==
           ferry::slice(ferry::dequantize(blocked), {{0, 4}, {0, 20}}).to_data());
-  auto axis = ferry::quantize_dynamic(r.random_normal({4, 40}, 1, d0), Scheme::of(ValueType::i8).per_axis(1));
-  REQUIRE_THROWS_MATCHES(ferry::q_reshape(axis, {40, 4}), ferry::QuantError, Says("quantization axis 1 (size 40)"));
+  auto axis = ferry::quantize_dynamic(r.random_normal({4, 40}, 1, d0),
+                                      Scheme::of(ValueType::i8).per_axis(1));
+  REQUIRE_THROWS_MATCHES(ferry::q_reshape(axis, {40, 4}), ferry::QuantError,
+                         Says("quantization axis 1 (size 40)"));
   // Allowed forms still work and the tensors are intact.
   REQUIRE(ferry::q_reshape(blocked, {2, 2, 40}).shape() == ferry::Shape{2, 2, 40});
   REQUIRE(ferry::q_flip(blocked, {0}).to_parts().shape == ferry::Shape{4, 40});
@@ -186,15 +199,18 @@ TEST_CASE("bad quantization input gets QuantError and the router stays usable") 
   auto i = r.from_vector(std::vector<std::int32_t>{1, 2}, {2}, d0);
   const auto i4 = Scheme::of(ValueType::i4).per_block({32}).packed_u8();
   REQUIRE_THROWS_MATCHES(ferry::quantize(x, i4, {1.0f, 2.0f}), ferry::QuantError,
-                         Says("needs 8 scales, got 2"));
+                         Says("2 scales given, expected 8 (param shape [4, 2])"));
   REQUIRE_THROWS_MATCHES(ferry::quantize(x, Scheme::of(ValueType::i8).affine(), {1.0f}, {}),
-                         ferry::QuantError, Says("needs 1 offsets, got 0"));
-  REQUIRE_THROWS_AS(ferry::quantize_dynamic(x, Scheme::of(ValueType::i8).per_block({2, 2, 2})), ferry::QuantError);
-  REQUIRE_THROWS_AS(ferry::quantize_dynamic(x, Scheme::of(ValueType::i8).packed_u8()), ferry::QuantError);
+                         ferry::QuantError, Says("0 offsets given, expected 1 (one per param)"));
+  REQUIRE_THROWS_AS(ferry::quantize_dynamic(x, Scheme::of(ValueType::i8).per_block({2, 2, 2})),
+                    ferry::QuantError);
+  REQUIRE_THROWS_AS(ferry::quantize_dynamic(x, Scheme::of(ValueType::i8).packed_u8()),
+                    ferry::QuantError);
   REQUIRE_THROWS_MATCHES(ferry::quantize_dynamic(i, Scheme::of(ValueType::i8)), ferry::DTypeError,
                          Says("needs float operands, got i32"));
   auto q = ferry::quantize_dynamic(x, i4);
-  REQUIRE_THROWS_MATCHES(ferry::dequantize(q, DType::i32), ferry::DTypeError, Says("must be f32 or f64, got i32"));
+  REQUIRE_THROWS_MATCHES(ferry::dequantize(q, DType::i32), ferry::DTypeError,
+                         Says("must be f32 or f64, got i32"));
   REQUIRE_THROWS_MATCHES(q + q, ferry::DTypeError, Says("operand is quantized"));
   REQUIRE_THROWS_MATCHES(q.to_data(), ferry::DTypeError, Says("use to_parts()"));
   SECTION("parts from outside are validated before they reach a device") {

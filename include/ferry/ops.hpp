@@ -14,6 +14,7 @@
 
 #include "ferry/detail/infer.hpp"
 #include "ferry/ir.hpp"
+#include "ferry/quant/parts.hpp"
 #include "ferry/quant/transform.hpp"
 #include "ferry/router.hpp"
 #include "ferry/tensor.hpp"
@@ -448,32 +449,9 @@ template <Backend B>
                                  std::vector<std::int32_t> offsets = {}) {
   const auto dev = detail::common_device("quantize", x);
   detail::want_kind("quantize", x.dtype(), {Kind::Float}, "float");
-  scheme.validate_for(x.shape());
-  const auto n = quant::num_params(scheme, x.shape());
-  if (static_cast<std::int64_t>(scales.size()) != n)
-    detail::raise<QuantError>("quant", "quantize: {} on shape {} needs {} scales, got {}", scheme,
-                              x.shape(), n, scales.size());
-  const auto want_off = scheme.mode == quant::Mode::affine ? n : 0;
-  if (static_cast<std::int64_t>(offsets.size()) != want_off)
-    detail::raise<QuantError>("quant", "quantize: {} on shape {} needs {} offsets, got {}", scheme,
-                              x.shape(), want_off, offsets.size());
-  // The values of the parameters too, so that async callers hear of a bad one at the call (the
-  // kernel checks them again, for callers of quant::quantize).
-  for (std::size_t p = 0; p < scales.size(); ++p) {
-    const float v = scales[p], stored = quant::round_to(scheme.scale_type, v);
-    if (!(std::isfinite(v) && v > 0.0f) || !(std::isfinite(stored) && stored > 0.0f))
-      detail::raise<QuantError>("quant.scale",
-                                "quantize: '{}' over shape {}: scale {} of param {} is {} as {}; "
-                                "scales must be finite and > 0",
-                                scheme, x.shape(), v, p, stored, scheme.scale_type);
-  }
-  const auto lo = quant::qmin(scheme.value, scheme.mode);
-  const auto hi = quant::qmax(scheme.value, scheme.mode);
-  for (std::size_t p = 0; p < offsets.size(); ++p)
-    if (offsets[p] < lo || offsets[p] > hi)
-      detail::raise<QuantError>(
-          "quant.offset", "quantize: '{}' over shape {}: offset {} of param {} is outside [{}, {}]",
-          scheme, x.shape(), offsets[p], p, lo, hi);
+  // The kernel checks them again (for callers of quant::quantize); here they fail at the call,
+  // also in async mode.
+  quant::check_params(scheme, x.shape(), scales, offsets);
   auto sch = std::make_shared<const quant::Scheme>(scheme);
   op::Quantize o{detail::TA<B>::ref(x), std::move(scheme), std::move(scales), std::move(offsets),
                  detail::out_ref(x, x.shape(), DType::quantized, sch)};

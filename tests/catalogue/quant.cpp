@@ -91,15 +91,16 @@ TEST_CASE("quant: a scheme with a corrupt value type", "[quant]") {
 TEST_CASE("quant: quantize per_axis(0) of [2, 3] with 1 scale", "[quant]") {
   World w(CATALOGUE_MODES);
   REQUIRE_RAISES(quantize(w.get("f32"), Scheme::of(ValueType::i8).per_axis(0), {1.0f}), QuantError,
-                 "quantize: int8 symmetric per_axis(0) native scale=f32 on shape [2, 3] needs 2 "
-                 "scales, got 1");
+                 "quantize: 'int8 symmetric per_axis(0) native scale=f32' over shape [2, 3]: 1 "
+                 "scales given, expected 2 (param shape [2])");
   w.check_intact();
 }
 
 TEST_CASE("quant: quantize symmetric with an offset", "[quant]") {
   World w(CATALOGUE_MODES);
-  REQUIRE_RAISES(quantize(w.get("f32"), Scheme::of(ValueType::i8), {1.0f}, {0}), QuantError,
-                 "on shape [2, 3] needs 0 offsets, got 1");
+  REQUIRE_RAISES(
+      quantize(w.get("f32"), Scheme::of(ValueType::i8), {1.0f}, {0}), QuantError,
+      "over shape [2, 3]: 1 offsets given, expected 0 (symmetric schemes take no offsets)");
   w.check_intact();
 }
 

@@ -516,46 +516,21 @@ inline KernelArgs kernel_args(const QuantizedParts& p, const Canon& c) {
 inline QuantizedParts quantize(const Scheme& s, const Shape& shape, std::span<const float> x,
                                std::span<const float> scales, std::span<const std::int32_t> offsets,
                                const VectorSource* src = nullptr) {
-  s.validate_for(shape);
+  check_params(s, shape, scales, offsets);
   const std::int64_t numel = shape.numel();
-  const std::int64_t np = num_params(s, shape);
   if (x.size() != static_cast<std::size_t>(numel))
     ferry::detail::raise<QuantError>("quant.args",
                                      "quantize: '{}' over shape {}: x holds {} values, expected {}",
                                      s, shape, x.size(), numel);
-  if (scales.size() != static_cast<std::size_t>(np))
-    ferry::detail::raise<QuantError>(
-        "quant.args", "quantize: '{}' over shape {}: {} scales given, expected {} (param shape {})",
-        s, shape, scales.size(), np, param_shape(s, shape));
-  const std::size_t want_offsets = s.mode == Mode::affine ? static_cast<std::size_t>(np) : 0;
-  if (offsets.size() != want_offsets)
-    ferry::detail::raise<QuantError>(
-        "quant.args", "quantize: '{}' over shape {}: {} offsets given, expected {} ({})", s, shape,
-        offsets.size(), want_offsets,
-        s.mode == Mode::affine ? "one per param" : "symmetric schemes take no offsets");
+  const std::int64_t np = num_params(s, shape);
   QuantizedParts parts = detail::empty_parts(s, shape, np, src);
-  const std::int32_t qn = qmin(s.value, s.mode), qx = qmax(s.value, s.mode);
   const std::size_t sb = scale_bytes(s.scale_type);
   for (std::int64_t p = 0; p < np; ++p) {
-    const float v = scales[static_cast<std::size_t>(p)];
-    const float stored = round_to(s.scale_type, v);
-    if (!(std::isfinite(v) && v > 0.0f) || !(std::isfinite(stored) && stored > 0.0f))
-      ferry::detail::raise<QuantError>(
-          "quant.scale",
-          "quantize: '{}' over shape {}: scale {} of param {} is {} as {}; scales must be finite "
-          "and > 0",
-          s, shape, v, p, stored, s.scale_type);
-    store_scale(s.scale_type, v, parts.scales.data() + static_cast<std::size_t>(p) * sb);
-    if (s.mode == Mode::affine) {
-      const std::int32_t o = offsets[static_cast<std::size_t>(p)];
-      if (o < qn || o > qx)
-        ferry::detail::raise<QuantError>(
-            "quant.offset",
-            "quantize: '{}' over shape {}: offset {} of param {} is outside [{}, {}]", s, shape, o,
-            p, qn, qx);
+    store_scale(s.scale_type, scales[static_cast<std::size_t>(p)],
+                parts.scales.data() + static_cast<std::size_t>(p) * sb);
+    if (s.mode == Mode::affine)
       parts.offsets[static_cast<std::size_t>(p)] =
-          static_cast<std::byte>(static_cast<unsigned char>(o));
-    }
+          static_cast<std::byte>(static_cast<unsigned char>(offsets[static_cast<std::size_t>(p)]));
   }
   const detail::Canon c = detail::make_canon(s, shape);
   const detail::KernelArgs a = detail::kernel_args(parts, c);

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <utility>
 #include <vector>
 
@@ -189,6 +190,41 @@ inline void QuantizedParts::validate() const {
           "{:#04x}",
           scheme, shape, byte, data.size(), b);
   }
+}
+
+/// Checks the parameters given to quantize() for scheme `s` over `shape`: the scheme itself, one
+/// scale per param group (finite and > 0, also once rounded to the scale type) and, for affine
+/// schemes, one offset per group within [qmin, qmax] (symmetric: none). The router calls it at
+/// the call, so async callers hear of a bad parameter at once; quantize() below calls it too.
+inline void check_params(const Scheme& s, const Shape& shape, std::span<const float> scales,
+                         std::span<const std::int32_t> offsets) {
+  s.validate_for(shape);
+  const std::int64_t np = num_params(s, shape);
+  if (scales.size() != static_cast<std::size_t>(np))
+    ferry::detail::raise<QuantError>(
+        "quant.args", "quantize: '{}' over shape {}: {} scales given, expected {} (param shape {})",
+        s, shape, scales.size(), np, param_shape(s, shape));
+  const std::size_t want_offsets = s.mode == Mode::affine ? static_cast<std::size_t>(np) : 0;
+  if (offsets.size() != want_offsets)
+    ferry::detail::raise<QuantError>(
+        "quant.args", "quantize: '{}' over shape {}: {} offsets given, expected {} ({})", s, shape,
+        offsets.size(), want_offsets,
+        s.mode == Mode::affine ? "one per param" : "symmetric schemes take no offsets");
+  for (std::size_t p = 0; p < scales.size(); ++p) {
+    const float v = scales[p], stored = round_to(s.scale_type, v);
+    if (!(std::isfinite(v) && v > 0.0f) || !(std::isfinite(stored) && stored > 0.0f))
+      ferry::detail::raise<QuantError>(
+          "quant.scale",
+          "quantize: '{}' over shape {}: scale {} of param {} is {} as {}; scales must be finite "
+          "and > 0",
+          s, shape, v, p, stored, s.scale_type);
+  }
+  const std::int32_t qn = qmin(s.value, s.mode), qx = qmax(s.value, s.mode);
+  for (std::size_t p = 0; p < offsets.size(); ++p)
+    if (offsets[p] < qn || offsets[p] > qx)
+      ferry::detail::raise<QuantError>(
+          "quant.offset", "quantize: '{}' over shape {}: offset {} of param {} is outside [{}, {}]",
+          s, shape, offsets[p], p, qn, qx);
 }
 
 }  // namespace ferry::quant
