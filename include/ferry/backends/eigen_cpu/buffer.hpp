@@ -61,9 +61,9 @@ class MemoryCache {
     return c / step * step;
   }
 
-  /// A block of exactly `cls` bytes (a size_class) and alignment `align`; recycled when one
+  /// A block of exactly `cls` bytes (a size_class), kBlockAlign-aligned; recycled when one
   /// is cached.
-  [[nodiscard]] std::byte* take_block(std::size_t cls, std::size_t align) {
+  [[nodiscard]] std::byte* take_block(std::size_t cls) {
     if (cls == 0) return nullptr;
     {
       std::lock_guard lk(mu_);
@@ -74,10 +74,10 @@ class MemoryCache {
         return p;
       }
     }
-    return static_cast<std::byte*>(::operator new (cls, std::align_val_t{align}));
+    return static_cast<std::byte*>(::operator new (cls, std::align_val_t{kBlockAlign}));
   }
-  /// Keeps `p` (from take_block with the same `cls` and `align`) for reuse, or frees it.
-  void give_block(std::byte* p, std::size_t cls, std::size_t align) noexcept {
+  /// Keeps `p` (from take_block with the same `cls`) for reuse, or frees it.
+  void give_block(std::byte* p, std::size_t cls) noexcept {
     if (p == nullptr) return;
     {
       std::lock_guard lk(mu_);
@@ -90,7 +90,7 @@ class MemoryCache {
         }
       }
     }
-    ::operator delete (p, std::align_val_t{align});
+    ::operator delete (p, std::align_val_t{kBlockAlign});
   }
 
   /// An empty vector whose capacity is at least `n` (recycled when one is cached).
@@ -208,15 +208,13 @@ class CpuBuffer {
       : accounts_(std::move(accounts)), device_(device), size_(bytes) {
     accounts_->check(device_, "alloc");
     auto& c = (*accounts_)[device_];
-    if (size_ > 0)
-      data_ = c.cache.take_block(detail::cpu::MemoryCache::size_class(size_), alignment);
+    if (size_ > 0) data_ = c.cache.take_block(detail::cpu::MemoryCache::size_class(size_));
     c.bytes.fetch_add(static_cast<std::int64_t>(size_), std::memory_order_relaxed);
     c.allocations.fetch_add(1, std::memory_order_relaxed);
   }
   ~CpuBuffer() {
     auto& c = (*accounts_)[device_];
-    if (data_ != nullptr)
-      c.cache.give_block(data_, detail::cpu::MemoryCache::size_class(size_), alignment);
+    if (data_ != nullptr) c.cache.give_block(data_, detail::cpu::MemoryCache::size_class(size_));
     c.bytes.fetch_sub(static_cast<std::int64_t>(size_), std::memory_order_relaxed);
   }
   CpuBuffer(const CpuBuffer&) = delete;
