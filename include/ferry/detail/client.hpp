@@ -7,7 +7,6 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
-#include <deque>
 #include <exception>
 #include <future>
 #include <memory>
@@ -16,6 +15,7 @@
 #include <string>
 #include <thread>
 #include <utility>
+#include <vector>
 
 #include "ferry/interpreter.hpp"
 #include "ferry/ir.hpp"
@@ -30,7 +30,8 @@ enum class Execution : std::uint8_t { Async, Inline };
 
 struct RouterOptions {
   Execution execution = Execution::Async;
-  /// Ops a device queue holds before a submitting thread blocks (async mode).
+  /// Ops a device queue holds before a submitting thread blocks (async mode). The worker takes
+  /// the queue whole, so up to twice this many ops are queued or running per device.
   std::size_t queue_capacity = 1024;
   /// oneTBB threads each device's kernels may use (its own task_arena); 0 = cores / devices.
   int threads_per_device = 0;
@@ -227,36 +228,39 @@ class Client {
       if (r->access == Access::ReadWrite) interp_.registry().drop(r->id);
   }
 
-  // The worker: waits for work, then runs queued tasks inside the device's arena until the
-  // queue is empty. Entering the arena once per batch rather than per task, and popping the
-  // next task under the same lock that retires the last one, keep a stream of tiny ops from
-  // paying an arena entry and two lock round trips each.
+  // The worker: takes everything queued in one swap under q_mu_, then runs the batch inside
+  // the device's arena and retires it with one more lock. A stream of tiny ops so pays one arena
+  // entry and two q_mu_ round trips per batch rather than per task, and the submitting thread
+  // rarely finds q_mu_ held. (A bounded spin before sleeping was tried: on 2 cores it stole the
+  // core a transfer's other half needed, q.to ran 10-30% slower, and the stream got no faster.)
   void work() {
-    while (wait_for_work()) {
+    std::vector<Task> batch;
+    while (take_batch(batch)) {
 #ifndef FERRY_SERIAL_KERNELS
-      arena_->execute([&] { drain(); });
+      arena_->execute([&] { run_batch(batch); });
 #else
-      drain();
+      run_batch(batch);
 #endif
+      std::lock_guard lk(q_mu_);
+      pending_ -= batch.size();
+      batch.clear();  // keeps its capacity for the next batch
+      if (pending_ == 0) idle_.notify_all();
     }
   }
 
-  // Returns false once stopping with nothing left to run. (A bounded spin before sleeping was
-  // tried: on 2 cores it stole the core a transfer's other half needed, q.to ran 10-30% slower,
-  // and a stream of tiny ops got no faster.)
-  bool wait_for_work() {
+  // Waits for work and swaps the queue into `batch` (empty on entry; the queue gets its
+  // storage). Returns false once stopping with nothing left to run.
+  bool take_batch(std::vector<Task>& batch) {
     std::unique_lock lk(q_mu_);
     not_empty_.wait(lk, [&] { return stopping_ || !q_.empty(); });
-    return !q_.empty();
+    if (q_.empty()) return false;
+    batch.swap(q_);
+    not_full_.notify_all();
+    return true;
   }
 
-  void drain() {
-    Task t;
-    {
-      std::lock_guard lk(q_mu_);
-      if (!pop(t)) return;
-    }
-    for (;;) {
+  void run_batch(std::vector<Task>& batch) {
+    for (Task& t : batch) {
       // A receive waits for its send outside the lock; the send was queued before it, so
       // this wait always ends (see docs/execution.md for why no cycle can form).
       if (t.role == Task::Role::receive) t.xfer->future.wait();
@@ -268,22 +272,11 @@ class Client {
           fail(t, std::current_exception());
         }
       }
-      // Let go of the task (a finished move still holds the moved buffer through its Transfer)
-      // before sync() may return, so that nothing is held once a device is idle.
+      // Let go of what the task holds (a finished move still holds the moved buffer through
+      // its Transfer) at once, and so before sync() may return: nothing is held once a device
+      // is idle.
       t = Task();
-      std::lock_guard lk(q_mu_);
-      if (--pending_ == 0) idle_.notify_all();
-      if (!pop(t)) return;
     }
-  }
-
-  // Takes the front task; q_mu_ must be held.
-  bool pop(Task& t) {
-    if (q_.empty()) return false;
-    t = std::move(q_.front());
-    q_.pop_front();
-    not_full_.notify_one();
-    return true;
   }
 
   void stop() {
@@ -306,7 +299,7 @@ class Client {
 
   std::mutex q_mu_;  // guards q_, pending_, stopping_
   std::condition_variable not_empty_, not_full_, idle_;
-  std::deque<Task> q_;
+  std::vector<Task> q_;
   std::size_t pending_ = 0;
   bool stopping_ = false;
   std::optional<tbb::task_arena> arena_;
