@@ -16,21 +16,13 @@ using ferry::ValueError;
 using namespace async;
 
 TEST_CASE("async: i32 division by a zero tensor", "[async]") {
-  const auto mode = CATALOGUE_MODES;
-  World w(mode);
+  World w(CATALOGUE_MODES);
   {
     auto zero = w.r.zeros({4}, DType::i32, CpuDevice{0});
-    if (mode == Execution::Inline) {
-      REQUIRE_RAISES(w.get("i32") / zero, ValueError,
-                     "[ferry.cpu.zero_division] div: integer division by zero (i32)");
-    } else {
-      auto bad = w.get("i32") / zero;
-      REQUIRE_RAISES(bad.to_data(), OpFailed,
-                     "op 'div' on device cpu:0 failed: [ferry.cpu.zero_division] div: integer "
-                     "division by zero (i32)");
-      REQUIRE_RAISES(w.r.sync(), ValueError, "div: integer division by zero (i32)");
-      REQUIRE_NOTHROW(w.r.sync());  // reported once
-    }
+    REQUIRE_KERNEL_RAISES(w, w.get("i32") / zero, ValueError,
+                          "op 'div' on device cpu:0 failed: [ferry.cpu.zero_division] div: integer "
+                          "division by zero (i32)",
+                          "[ferry.cpu.zero_division] div: integer division by zero (i32)");
   }
   w.check_intact();
 }
@@ -111,74 +103,46 @@ TEST_CASE("async: i64 remainder by the scalar 0", "[async]") {
 }
 
 TEST_CASE("async: i32 to the power of a negative exponent", "[async]") {
-  const auto mode = CATALOGUE_MODES;
-  World w(mode);
+  World w(CATALOGUE_MODES);
   {
     auto e = w.r.full({4}, -1, DType::i32, CpuDevice{1});
-    if (mode == Execution::Inline) {
-      REQUIRE_RAISES(pow(w.get("i32", 1), e), ValueError,
-                     "pow: integer base to the negative exponent -1 (i32)");
-    } else {
-      auto bad = pow(w.get("i32", 1), e);
-      REQUIRE_RAISES(bad.to_data(), OpFailed, "op 'pow' on device cpu:1 failed");
-      REQUIRE_RAISES(w.r.sync(CpuDevice{1}), ValueError,
-                     "pow: integer base to the negative exponent -1 (i32)");
-    }
+    REQUIRE_KERNEL_RAISES(w, pow(w.get("i32", 1), e), ValueError, "op 'pow' on device cpu:1 failed",
+                          "pow: integer base to the negative exponent -1 (i32)");
   }
   w.check_intact();
 }
 
 TEST_CASE("async: gather with index 3 into a dim of size 3", "[async]") {
-  const auto mode = CATALOGUE_MODES;
-  World w(mode);
+  World w(CATALOGUE_MODES);
   {
     auto idx = w.r.full({2, 1}, 3, DType::i64, CpuDevice{0});
-    if (mode == Execution::Inline) {
-      REQUIRE_RAISES(gather(w.get("f32"), 1, idx), ferry::IndexError,
-                     "gather: index 3 is out of range for dim 1 of size 3");
-    } else {
-      auto bad = gather(w.get("f32"), 1, idx);
-      REQUIRE_RAISES(bad.to_data(), OpFailed, "op 'gather' on device cpu:0 failed");
-      REQUIRE_RAISES(w.r.sync(), ferry::IndexError,
-                     "gather: index 3 is out of range for dim 1 of size 3");
-    }
+    REQUIRE_KERNEL_RAISES(w, gather(w.get("f32"), 1, idx), ferry::IndexError,
+                          "op 'gather' on device cpu:0 failed",
+                          "gather: index 3 is out of range for dim 1 of size 3");
   }
   w.check_intact();
 }
 
 TEST_CASE("async: index_select with index -1", "[async]") {
-  const auto mode = CATALOGUE_MODES;
-  World w(mode);
+  World w(CATALOGUE_MODES);
   {
     auto idx = w.r.full({1}, -1, DType::i32, CpuDevice{0});
-    if (mode == Execution::Inline) {
-      REQUIRE_RAISES(index_select(w.get("f32"), 0, idx), ferry::IndexError,
-                     "index_select: index -1 is out of range for dim 0 of size 2");
-    } else {
-      auto bad = index_select(w.get("f32"), 0, idx);
-      REQUIRE_RAISES(bad.to_data(), OpFailed, "op 'index_select' on device cpu:0 failed");
-      REQUIRE_RAISES(w.r.sync(), ferry::IndexError,
-                     "index_select: index -1 is out of range for dim 0 of size 2");
-    }
+    REQUIRE_KERNEL_RAISES(w, index_select(w.get("f32"), 0, idx), ferry::IndexError,
+                          "op 'index_select' on device cpu:0 failed",
+                          "index_select: index -1 is out of range for dim 0 of size 2");
   }
   w.check_intact();
 }
 
 TEST_CASE("async: quantize_dynamic of values spanning [-inf, inf]", "[async]") {
-  const auto mode = CATALOGUE_MODES;
-  World w(mode);
+  World w(CATALOGUE_MODES);
   {
     const float inf = std::numeric_limits<float>::infinity();
     auto x = w.r.from_vector(std::vector<float>{-inf, inf}, {2}, CpuDevice{1});
-    if (mode == Execution::Inline) {
-      REQUIRE_RAISES(quantize_dynamic(x, int8_tensor()), ferry::QuantError,
-                     "quantize_dynamic: 'int8 symmetric per_tensor native scale=f32' over shape "
-                     "[2]: param 0 spans [-inf, inf], which has no finite scale");
-    } else {
-      auto bad = quantize_dynamic(x, int8_tensor());
-      REQUIRE_RAISES(bad.to_parts(), OpFailed, "op 'quantize_dynamic' on device cpu:1 failed");
-      REQUIRE_RAISES(w.r.sync(), ferry::QuantError, "param 0 spans [-inf, inf]");
-    }
+    REQUIRE_KERNEL_RAISES(w, quantize_dynamic(x, int8_tensor()), ferry::QuantError,
+                          "op 'quantize_dynamic' on device cpu:1 failed",
+                          "quantize_dynamic: 'int8 symmetric per_tensor native scale=f32' over "
+                          "shape [2]: param 0 spans [-inf, inf], which has no finite scale");
   }
   w.check_intact();
 }

@@ -80,8 +80,8 @@ struct World {
     ferry::ReadResult value;
   };
 
-  explicit World(Execution mode, int devices = 2)
-      : backend(devices), r(backend, {.execution = mode}) {
+  explicit World(Execution m, int devices = 2)
+      : mode(m), backend(devices), r(backend, {.execution = m}) {
     for (int i = 0; i < devices; ++i) {
       const CpuDevice d{i};
       add(fmt::format("f32@{}", d), r.from_vector(kF32, {2, 3}, d));
@@ -126,6 +126,7 @@ struct World {
     check_values_and_counts();
   }
 
+  Execution mode;
   EigenCpu backend;
   Router<EigenCpu> r;
   std::vector<Bystander> all;
@@ -174,6 +175,24 @@ struct World {
 };
 
 /// Both execution modes: every argument check throws at the call in both.
+/// A bad input only the kernel can see, in both modes: inline, `expr` throws exactly `E` (message
+/// containing `part`) at the call; async, the call returns, reading the result throws OpFailed
+/// containing `failed` ("op 'div' on device cpu:0 failed"), sync() throws `E` and then nothing.
+#define REQUIRE_KERNEL_RAISES(w, expr, E, failed, part)             \
+  do {                                                              \
+    if ((w).mode == ::ferry::Execution::Inline) {                   \
+      REQUIRE_RAISES(expr, E, part);                                \
+    } else {                                                        \
+      auto bad_ = expr;                                             \
+      if (bad_.dtype() == ::ferry::DType::quantized)                \
+        REQUIRE_RAISES(bad_.to_parts(), ::ferry::OpFailed, failed); \
+      else                                                          \
+        REQUIRE_RAISES(bad_.to_data(), ::ferry::OpFailed, failed);  \
+      REQUIRE_RAISES((w).r.sync(), E, part);                        \
+      REQUIRE_NOTHROW((w).r.sync()); /* reported once */            \
+    }                                                               \
+  } while (false)
+
 #define CATALOGUE_MODES GENERATE(::ferry::Execution::Inline, ::ferry::Execution::Async)
 
 }  // namespace catalogue
