@@ -87,15 +87,9 @@ class Interpreter {
   [[nodiscard]] const DeviceStats& stats() const noexcept { return stats_; }
 
   /// Runs one op. Throws what the op throws; the registry stays consistent either way.
-  void execute(Op& o) {
-    ++stats_.ops;
-    try {
-      std::visit([this](auto& x) { run(x); }, o);
-    } catch (...) {
-      ++stats_.failed_ops;
-      throw;
-    }
-  }
+  /// (Defined below the class, not inline, so FERRY_EXTERN_INTERPRETER can keep the kernels it
+  /// reaches out of a translation unit.)
+  void execute(Op& o);
 
   /// Source half of a move: takes the handle (moved out when held once) and copies it into
   /// `target`'s memory with the backend's transfer for its kind.
@@ -311,7 +305,8 @@ class Interpreter {
         FERRY_DETAIL_CASE(sum)
         FERRY_DETAIL_CASE(prod)
         FERRY_DETAIL_CASE(mean)
-        FERRY_DETAIL_CASE(max) FERRY_DETAIL_CASE(min)
+        FERRY_DETAIL_CASE(max)
+        FERRY_DETAIL_CASE(min)
 #undef FERRY_DETAIL_CASE
 #define FERRY_DETAIL_CASE(n)                                                                  \
   case ReduceKind::n:                                                                         \
@@ -491,4 +486,31 @@ class Interpreter {
   DeviceStats stats_;
 };
 
+template <Backend B>
+void Interpreter<B>::execute(Op& o) {
+  ++stats_.ops;
+  try {
+    std::visit([this](auto& x) { run(x); }, o);
+  } catch (...) {
+    ++stats_.failed_ops;
+    throw;
+  }
+}
+
 }  // namespace ferry
+
+/// Build time. Every translation unit that runs ops on backend B compiles
+/// Interpreter<B>::execute, which reaches every kernel of B (for EigenCpu, each op for each
+/// dtype, Eigen's GEMM included: about a minute per unit at -O2). To compile them once, put
+/// FERRY_EXTERN_INTERPRETER(B); in a header those units include and
+/// FERRY_INSTANTIATE_INTERPRETER(B); in one .cpp file of the same program (after that header):
+///
+/// @code
+///   // my_ferry.hpp                              // my_ferry.cpp
+///   #include <ferry/ferry.hpp>                   #include "my_ferry.hpp"
+///   FERRY_EXTERN_INTERPRETER(ferry::EigenCpu);   FERRY_INSTANTIATE_INTERPRETER(ferry::EigenCpu);
+/// @endcode
+///
+/// Optional: without them every unit compiles its own copy and the linker keeps one.
+#define FERRY_EXTERN_INTERPRETER(...) extern template class ::ferry::Interpreter<__VA_ARGS__>
+#define FERRY_INSTANTIATE_INTERPRETER(...) template class ::ferry::Interpreter<__VA_ARGS__>
