@@ -195,7 +195,7 @@ inline void QuantizedParts::validate() const {
 /// Checks the parameters given to quantize() for scheme `s` over `shape`: the scheme itself, one
 /// scale per param group (finite and > 0, also once rounded to the scale type) and, for affine
 /// schemes, one offset per group within [qmin, qmax] (symmetric: none). The router calls it at
-/// the call, so async callers hear of a bad parameter at once; quantize() below calls it too.
+/// the call, so async callers hear of a bad parameter at once; quant::quantize calls it too.
 inline void check_params(const Scheme& s, const Shape& shape, std::span<const float> scales,
                          std::span<const std::int32_t> offsets) {
   s.validate_for(shape);
