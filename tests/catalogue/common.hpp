@@ -174,7 +174,6 @@ struct World {
   }
 };
 
-/// Both execution modes: every argument check throws at the call in both.
 /// A bad input only the kernel can see, in both modes: inline, `expr` throws exactly `E` (message
 /// containing `part`) at the call; async, the call returns, reading the result throws OpFailed
 /// containing `failed` ("op 'div' on device cpu:0 failed"), sync() throws `E` and then nothing.
@@ -193,6 +192,7 @@ struct World {
     }                                                               \
   } while (false)
 
+/// Both execution modes: every argument check throws at the call in both.
 #define CATALOGUE_MODES GENERATE(::ferry::Execution::Inline, ::ferry::Execution::Async)
 
 }  // namespace catalogue
