@@ -1,6 +1,8 @@
 // HandleRegistry: register, read-only and read-write takes, drops, kinds, byte counts, and the
 // errors that name the tensor, the op and the device.
 #include <catch2/catch.hpp>
+#include <map>
+#include <random>
 
 #include "matchers.hpp"
 #include "mini_backend.hpp"
@@ -94,6 +96,65 @@ TEST_CASE("drops return the byte count to zero") {
   for (ferry::TensorId i = 1; i <= 100; ++i) reg.put<Kind::Float>(i, buf({1, 2, 3}), 12);
   REQUIRE(reg.bytes() == 1200);
   for (ferry::TensorId i = 1; i <= 100; ++i) REQUIRE(reg.drop(i));
+  REQUIRE(reg.size() == 0);
+  REQUIRE(reg.bytes() == 0);
+}
+
+TEST_CASE("the registry agrees with a std::map over a long random run of puts, takes and drops") {
+  // The index is open addressing with backward-shift deletion and swap-with-last entries: every
+  // erase moves other entries' slots and positions, so each step is checked against a plain
+  // map, and every live handle must still hold the value it was registered with.
+  const auto id_set = GENERATE(0, 1, 2);
+  CAPTURE(id_set);
+  std::mt19937_64 rng(42 + id_set);
+  std::vector<ferry::TensorId> ids;
+  for (ferry::TensorId i = 1; i <= 3000; ++i) {
+    if (id_set == 0) ids.push_back(i);          // consecutive, as a router makes
+    if (id_set == 1) ids.push_back(i << 40);    // equal low bits
+    if (id_set == 2) ids.push_back(rng() | 1);  // anywhere in 64 bits
+  }
+  ferry::HandleRegistry<mini::Backend> reg("mini:0");
+  std::map<ferry::TensorId, double> ref;
+  std::size_t ref_bytes = 0;
+  auto value_of = [](ferry::TensorId id) { return static_cast<double>(id % 1000003); };
+  for (int step = 0; step < 40000; ++step) {
+    const ferry::TensorId id = ids[rng() % ids.size()];
+    const auto it = ref.find(id);
+    switch (rng() % 4) {
+      case 0:
+      case 1:  // put (twice as often, so the table grows through several sizes)
+        if (it == ref.end()) {
+          reg.put<Kind::Float>(id, buf({value_of(id)}), id % 7 + 1);
+          ref.emplace(id, value_of(id));
+          ref_bytes += id % 7 + 1;
+        } else {
+          REQUIRE_THROWS_AS(reg.put<Kind::Float>(id, buf({0}), 1), ferry::HandleError);
+        }
+        break;
+      case 2:  // drop
+        REQUIRE(reg.drop(id) == (it != ref.end()));
+        if (it != ref.end()) {
+          ref_bytes -= id % 7 + 1;
+          ref.erase(it);
+        }
+        break;
+      default:  // take, read-only or read-write
+        if (it == ref.end()) {
+          REQUIRE_THROWS_AS(reg.take<Kind::Float>(ro(id), "t"), ferry::HandleError);
+        } else if (rng() % 2 == 0) {
+          REQUIRE(reg.take<Kind::Float>(ro(id), "t").v->at(0) == it->second);
+        } else {
+          REQUIRE(reg.take<Kind::Float>(rw(id), "t").v->at(0) == it->second);
+          ref_bytes -= id % 7 + 1;
+          ref.erase(it);
+        }
+    }
+    REQUIRE(reg.size() == ref.size());
+    REQUIRE(reg.bytes() == ref_bytes);
+  }
+  for (const auto id : ids) REQUIRE(reg.contains(id) == ref.contains(id));
+  for (const auto& [id, v] : ref) REQUIRE(reg.take<Kind::Float>(ro(id), "t").v->at(0) == v);
+  for (const auto& [id, v] : ref) REQUIRE(reg.drop(id));
   REQUIRE(reg.size() == 0);
   REQUIRE(reg.bytes() == 0);
 }

@@ -5,12 +5,15 @@
 #include <fmt/format.h>
 
 #include <cstddef>
-#include <memory_resource>
+#include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <unordered_map>
 #include <utility>
 #include <variant>
+#include <vector>
 
 #include "ferry/backend.hpp"
 #include "ferry/error.hpp"
@@ -30,10 +33,15 @@ namespace ferry {
 /// unknown id, a wrong kind or a consumed handle throws HandleError naming the tensor, the op
 /// and the device; a tensor whose producing op failed throws OpFailed with that op's error.
 ///
-/// Entries come from a pool owned by the registry (std::pmr::unsynchronized_pool_resource):
-/// every op inserts one entry and erases another, and with 10^5 live tensors on a device the
-/// general-purpose allocator spent more time consolidating its free lists than the registry
-/// spent hashing. Nodes freed by erase are reused by the next insert.
+/// Storage: the entries sit in one dense vector, chained from a power-of-two bucket array by
+/// 32-bit indices (at most one entry per bucket on average). Every op inserts one entry and
+/// erases another, so this is on the dispatch path: a node-based std::unordered_map paid an
+/// allocation, a division and a pointer chase per operation. A router numbers tensors
+/// consecutively, and consecutive ids land in consecutive buckets (see bucket()), so with 10^5
+/// live tensors each op's new tensor touches the cache line its predecessor touched; a hash
+/// that scattered them (tried: Fibonacci hashing into an open-addressing table) cost a cache
+/// miss per op there, 70-100 ns. Erasing moves the last entry into the hole. Neither array
+/// shrinks once grown.
 template <Backend B>
 class HandleRegistry {
  public:
@@ -42,47 +50,39 @@ class HandleRegistry {
   using Handle = std::variant<typename B::FloatHandle, typename B::IntHandle,
                               typename B::BoolHandle, typename B::QuantizedHandle>;
 
-  explicit HandleRegistry(std::string device_name)
-      : device_(std::move(device_name)), map_(&pool_), failed_(&pool_) {}
+  explicit HandleRegistry(std::string device_name) : device_(std::move(device_name)) {}
   HandleRegistry(const HandleRegistry&) = delete;
   HandleRegistry& operator=(const HandleRegistry&) = delete;
 
   template <Kind K>
   void put(TensorId id, handle_t<B, K> h, std::size_t bytes) {
-    put(id, Handle(std::in_place_index<static_cast<std::size_t>(K)>, std::move(h)), bytes);
+    emplace(id, bytes, std::in_place_index<static_cast<std::size_t>(K)>, std::move(h));
   }
-  void put(TensorId id, Handle h, std::size_t bytes) {
-    if (!failed_.empty()) failed_.erase(id);
-    auto [it, fresh] = map_.try_emplace(id, Entry{std::move(h), bytes});
-    if (!fresh)
-      detail::raise<HandleError>("registry.1", "tensor {} is already registered on device {}", id,
-                                 device_);
-    bytes_ += bytes;
-  }
+  void put(TensorId id, Handle h, std::size_t bytes) { emplace(id, bytes, std::move(h)); }
 
   /// The handle for `ref`: moved out (entry removed) when ReadWrite, a shared copy when ReadOnly.
   template <Kind K>
   [[nodiscard]] handle_t<B, K> take(const TensorRef& ref, const char* op) {
-    auto it = find_or_throw(ref.id, op);
-    if (it->second.h.index() != static_cast<std::size_t>(K))
+    const std::size_t pos = pos_or_throw(ref.id, op);
+    Entry& e = entries_[pos];
+    if (e.h.index() != static_cast<std::size_t>(K))
       detail::raise<HandleError>("registry.3",
                                  "op '{}' wants a {} handle for tensor {} on device {}, but it "
                                  "holds a {} handle",
                                  op, static_cast<Kind>(K), ref.id, device_,
-                                 static_cast<Kind>(it->second.h.index()));
-    if (ref.access == Access::ReadOnly) return std::get<static_cast<std::size_t>(K)>(it->second.h);
-    auto h = std::get<static_cast<std::size_t>(K)>(std::move(it->second.h));
-    bytes_ -= it->second.bytes;
-    map_.erase(it);
+                                 static_cast<Kind>(e.h.index()));
+    if (ref.access == Access::ReadOnly) return std::get<static_cast<std::size_t>(K)>(e.h);
+    auto h = std::get<static_cast<std::size_t>(K)>(std::move(e.h));
+    erase_at(pos);
     return h;
   }
   /// Type-erased take, for transfers that move whatever kind the tensor has.
   [[nodiscard]] Handle take_any(const TensorRef& ref, const char* op) {
-    auto it = find_or_throw(ref.id, op);
-    if (ref.access == Access::ReadOnly) return it->second.h;
-    Handle h = std::move(it->second.h);
-    bytes_ -= it->second.bytes;
-    map_.erase(it);
+    const std::size_t pos = pos_or_throw(ref.id, op);
+    Entry& e = entries_[pos];
+    if (ref.access == Access::ReadOnly) return e.h;
+    Handle h = std::move(e.h);
+    erase_at(pos);
     return h;
   }
 
@@ -90,37 +90,109 @@ class HandleRegistry {
   /// which is normal for a tensor consumed read-write by its last op.
   bool drop(TensorId id) noexcept {
     if (!failed_.empty()) failed_.erase(id);
-    auto it = map_.find(id);
-    if (it == map_.end()) return false;
-    bytes_ -= it->second.bytes;
-    map_.erase(it);
+    const std::size_t pos = pos_of(id);
+    if (pos == npos) return false;
+    erase_at(pos);
     return true;
   }
 
   /// Marks `id` as the output of a failed op: later ops that read it throw OpFailed(why).
   void mark_failed(TensorId id, std::string why) { failed_.insert_or_assign(id, std::move(why)); }
 
-  [[nodiscard]] bool contains(TensorId id) const noexcept { return map_.contains(id); }
+  [[nodiscard]] bool contains(TensorId id) const noexcept { return pos_of(id) != npos; }
   /// The kind of `id`, or nothing when the registry does not hold it (non-throwing lookup).
   [[nodiscard]] std::optional<Kind> find(TensorId id) const noexcept {
-    auto it = map_.find(id);
-    if (it == map_.end()) return std::nullopt;
-    return static_cast<Kind>(it->second.h.index());
+    const std::size_t pos = pos_of(id);
+    if (pos == npos) return std::nullopt;
+    return static_cast<Kind>(entries_[pos].h.index());
   }
-  [[nodiscard]] std::size_t size() const noexcept { return map_.size(); }
+  [[nodiscard]] std::size_t size() const noexcept { return entries_.size(); }
   [[nodiscard]] std::size_t failed_size() const noexcept { return failed_.size(); }
   [[nodiscard]] std::size_t bytes() const noexcept { return bytes_; }
   [[nodiscard]] const std::string& device_name() const noexcept { return device_; }
 
  private:
+  using Index = std::uint32_t;  // an entry's position; kNone ends a chain
+  static constexpr Index kNone = ~Index{0};
+  static constexpr std::size_t npos = static_cast<std::size_t>(-1);
+
   struct Entry {
+    template <class... Args>
+    Entry(TensorId i, Index nx, std::size_t n, Args&&... args)
+        : id(i), next(nx), h(std::forward<Args>(args)...), bytes(n) {}
+    TensorId id;
+    Index next;  // the next entry of the same bucket
     Handle h;
     std::size_t bytes;
   };
 
-  auto find_or_throw(TensorId id, const char* op) {
-    auto it = map_.find(id);
-    if (it != map_.end()) return it;
+  // The low 12 bits of the id are kept, so a run of consecutive ids fills consecutive buckets
+  // (from a base the higher bits pick); the higher bits go through a Fibonacci multiply, so ids
+  // that differ only there (i << 40, say) still spread over the table.
+  [[nodiscard]] std::size_t bucket(TensorId id) const noexcept {
+    const std::uint64_t base = ((id >> 12) * 0x9E3779B97F4A7C15ull) >> 20;
+    return static_cast<std::size_t>((id + base) & mask_);
+  }
+  [[nodiscard]] std::size_t pos_of(TensorId id) const noexcept {
+    if (heads_.empty()) return npos;
+    for (Index i = heads_[bucket(id)]; i != kNone; i = entries_[i].next)
+      if (entries_[i].id == id) return i;
+    return npos;
+  }
+  // The link that points at entry `pos` (a bucket head or the previous entry's `next`).
+  [[nodiscard]] Index& link_to(std::size_t pos) noexcept {
+    Index* l = &heads_[bucket(entries_[pos].id)];
+    while (*l != pos) l = &entries_[*l].next;
+    return *l;
+  }
+
+  // Registers `id` with the handle built from `args` in place.
+  template <class... Args>
+  void emplace(TensorId id, std::size_t bytes, Args&&... args) {
+    if (!failed_.empty()) failed_.erase(id);
+    if (pos_of(id) != npos)
+      detail::raise<HandleError>("registry.1", "tensor {} is already registered on device {}", id,
+                                 device_);
+    if (entries_.size() >= kNone)
+      detail::raise<HandleError>("registry.4", "device {} holds {} tensors, the most it can",
+                                 device_, entries_.size());
+    if (entries_.size() + 1 > heads_.size()) grow();
+    Index& head = heads_[bucket(id)];
+    entries_.emplace_back(id, head, bytes, std::forward<Args>(args)...);
+    head = static_cast<Index>(entries_.size() - 1);
+    bytes_ += bytes;
+  }
+  void grow() {
+    std::vector<Index> heads(heads_.empty() ? 16 : 2 * heads_.size(), kNone);
+    heads_.swap(heads);
+    mask_ = heads_.size() - 1;
+    for (std::size_t pos = 0; pos < entries_.size(); ++pos) {
+      Index& head = heads_[bucket(entries_[pos].id)];
+      entries_[pos].next = head;
+      head = static_cast<Index>(pos);
+    }
+  }
+
+  // Removes entry `pos`: unlinked from its chain, then the last entry moves into its place.
+  void erase_at(std::size_t pos) noexcept {
+    link_to(pos) = entries_[pos].next;
+    bytes_ -= entries_[pos].bytes;
+    const std::size_t last = entries_.size() - 1;
+    if (pos != last) {
+      link_to(last) = static_cast<Index>(pos);
+      if constexpr (std::is_move_assignable_v<Entry>) {
+        entries_[pos] = std::move(entries_[last]);
+      } else {  // a handle type that is only copy-constructible, as the Backend concept allows
+        std::destroy_at(&entries_[pos]);
+        std::construct_at(&entries_[pos], std::move(entries_[last]));
+      }
+    }
+    entries_.pop_back();
+  }
+
+  std::size_t pos_or_throw(TensorId id, const char* op) {
+    const std::size_t pos = pos_of(id);
+    if (pos != npos) return pos;
     if (auto f = failed_.find(id); f != failed_.end())
       detail::raise<OpFailed>("failed", "op '{}' cannot use tensor {} on device {}: {}", op, id,
                               device_, f->second);
@@ -131,9 +203,10 @@ class HandleRegistry {
   }
 
   std::string device_;
-  std::pmr::unsynchronized_pool_resource pool_;  // before the maps: they free into it
-  std::pmr::unordered_map<TensorId, Entry> map_;
-  std::pmr::unordered_map<TensorId, std::string> failed_;
+  std::vector<Index> heads_;    // bucket -> first entry; size 0 or a power of two
+  std::size_t mask_ = 0;        // heads_.size() - 1
+  std::vector<Entry> entries_;  // dense, in no particular order; at most heads_.size()
+  std::unordered_map<TensorId, std::string> failed_;
   std::size_t bytes_ = 0;
 };
 
