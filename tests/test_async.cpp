@@ -150,6 +150,27 @@ TEST_CASE("submitting does not wait for the op to run", "[async]") {
   REQUIRE(b.to_data().to_vector<float>()[0] == 4.0f);
 }
 
+TEST_CASE("a dropped tensor is freed at once on an idle device, after its readers on a busy one",
+          "[async]") {
+  Gated g;
+  auto gate = g.gate;
+  Router<Gated> r(g, {.execution = Execution::Async});
+  const mini::Device d{0};
+  auto a = r.from_vector(std::vector<float>{3}, {1}, d);
+  auto b = r.from_vector(std::vector<float>{4}, {1}, d);
+  r.sync();
+  REQUIRE(r.stats(d).live_tensors == 2);
+  b = ferry::Tensor<Gated>();  // the last copy: nothing queued, so freed in this thread
+  REQUIRE(r.stats(d).live_tensors == 1);  // no sync needed
+  auto first = a + a;                     // the worker now waits in the gate
+  auto second = a + a;                    // queued behind it, reading `a`
+  a = ferry::Tensor<Gated>();  // `a` must outlive `second`: its drop queues behind it
+  gate->release();
+  REQUIRE(second.to_data().to_vector<float>()[0] == 6.0f);
+  r.sync();
+  REQUIRE(r.stats(d).live_tensors == 2);  // first and second; `a` is gone
+}
+
 TEST_CASE("devices run in parallel: one device stuck does not hold up another", "[async]") {
   Gated g;
   auto gate = g.gate;

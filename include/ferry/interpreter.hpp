@@ -90,6 +90,16 @@ class Interpreter {
   /// (Defined below the class, not inline, so FERRY_EXTERN_INTERPRETER can keep the kernels it
   /// reaches out of a translation unit.)
   void execute(Op& o);
+  /// The same for one op type: what inline mode calls, with no Op variant built.
+#define FERRY_DETAIL_EXECUTE(T) void execute(op::T& o);
+  FERRY_OP_TYPES(FERRY_DETAIL_EXECUTE)
+#undef FERRY_DETAIL_EXECUTE
+
+  /// Frees tensor `id`: what op::Drop does, for a caller that has only the id.
+  void drop(TensorId id) noexcept {
+    ++stats_.ops;
+    reg_.drop(id);
+  }
 
   /// Source half of a move: takes the handle (moved out when held once) and copies it into
   /// `target`'s memory with the backend's transfer for its kind.
@@ -165,7 +175,7 @@ class Interpreter {
     // Counted on the typed handle: visiting a just-built variant trips GCC's
     // -Wmaybe-uninitialized under the sanitizers.
     const std::size_t n = bytes_of_one(h, out);
-    reg_.put(out.id, Handle(std::in_place_index<static_cast<std::size_t>(K)>, std::move(h)), n);
+    reg_.template put<K>(out.id, std::move(h), n);
   }
 
   // ---- data in / out, creation -------------------------------------------------------
@@ -312,7 +322,7 @@ class Interpreter {
   case ReduceKind::n:                                                                         \
     put<Kind::Int>(o.out, FERRY_KERNEL(H<Kind::Int>, b_, n, std::move(x), o.dim, o.keepdim)); \
     break;
-            FERRY_DETAIL_CASE(argmax) FERRY_DETAIL_CASE(argmin)
+        FERRY_DETAIL_CASE(argmax) FERRY_DETAIL_CASE(argmin)
 #undef FERRY_DETAIL_CASE
       }
     });
@@ -488,14 +498,21 @@ class Interpreter {
 
 template <Backend B>
 void Interpreter<B>::execute(Op& o) {
-  ++stats_.ops;
-  try {
-    std::visit([this](auto& x) { run(x); }, o);
-  } catch (...) {
-    ++stats_.failed_ops;
-    throw;
-  }
+  std::visit([this](auto& x) { execute(x); }, o);
 }
+#define FERRY_DETAIL_EXECUTE(T)            \
+  template <Backend B>                     \
+  void Interpreter<B>::execute(op::T& o) { \
+    ++stats_.ops;                          \
+    try {                                  \
+      run(o);                              \
+    } catch (...) {                        \
+      ++stats_.failed_ops;                 \
+      throw;                               \
+    }                                      \
+  }
+FERRY_OP_TYPES(FERRY_DETAIL_EXECUTE)
+#undef FERRY_DETAIL_EXECUTE
 
 }  // namespace ferry
 

@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <variant>
 #include <vector>
 
@@ -287,6 +288,30 @@ using Op =
                  op::Cat, op::Gather, op::IndexSelect, op::Repeat, op::Quantize,
                  op::QuantizeDynamic, op::Dequantize, op::QFromParts, op::QReshape, op::QPermute,
                  op::QFlip, op::QSlice, op::QMatmul, op::Read, op::ToDevice, op::Drop>;
+
+/// X(T) for each op type op::T of Op, in Op's order (the interpreter declares one entry point
+/// per op type with it).
+// clang-format off
+#define FERRY_OP_TYPES(X)                                                                        \
+  X(FromData) X(Full) X(Arange) X(Random) X(Unary) X(Binary) X(BinaryScalar) X(Clamp) X(Where) \
+  X(Cast) X(Reduce) X(Matmul) X(Reshape) X(Permute) X(Flip) X(Expand) X(Slice) X(SliceAssign)  \
+  X(Cat) X(Gather) X(IndexSelect) X(Repeat) X(Quantize) X(QuantizeDynamic) X(Dequantize)       \
+  X(QFromParts) X(QReshape) X(QPermute) X(QFlip) X(QSlice) X(QMatmul) X(Read) X(ToDevice)      \
+  X(Drop)
+// clang-format on
+namespace detail {
+template <class V>
+struct with_monostate;
+template <class... Ts>
+struct with_monostate<std::variant<Ts...>> {
+  using type = std::variant<std::monostate, Ts...>;
+};
+#define FERRY_DETAIL_COMMA_OP(T) , op::T
+static_assert(std::is_same_v<with_monostate<Op>::type,
+                             std::variant<std::monostate FERRY_OP_TYPES(FERRY_DETAIL_COMMA_OP)>>,
+              "FERRY_OP_TYPES must list Op's alternatives, in order");
+#undef FERRY_DETAIL_COMMA_OP
+}  // namespace detail
 
 /// The op's name as messages and traces show it ("add", "sum", "to_device", ...).
 [[nodiscard]] inline const char* op_name(const Op& o) noexcept {

@@ -381,13 +381,17 @@ template <Backend B>
   o.out = detail::out_ref(first, Shape(std::move(s)), first.dtype());
   const auto dev = detail::TA<B>::state(first, "cat").device;
   auto core = detail::TA<B>::core(first, "cat");
-  const TensorRef out = o.out;
   std::vector<Access> acc;
   for (const auto& r : o.ins) acc.push_back(r.access);
-  core->submit(dev, Op(std::move(o)));
-  for (std::size_t i = 0; i < xs.size(); ++i)
-    detail::TA<B>::release(xs[i], TensorRef{0, {}, DType::f32, acc[i]});
-  return detail::TA<B>::make(core, out, dev);
+  Tensor<B> out = detail::TA<B>::make(core, o.out, dev);  // as in detail::emit
+  try {
+    core->submit(dev, std::move(o));
+  } catch (...) {
+    detail::TA<B>::forget(out);
+    throw;
+  }
+  for (std::size_t i = 0; i < xs.size(); ++i) detail::TA<B>::release(xs[i], acc[i]);
+  return out;
 }
 /// torch.gather: out[i][j] = x[index[i][j]][j] along `dim`; index is an int tensor of x's rank.
 template <Backend B>

@@ -21,10 +21,10 @@ namespace ferry {
 
 namespace detail {
 /// Records `o` on device `dev` and returns the Tensor for its output. Inputs taken read-write
-/// are released only once the op was accepted, so a rejected op loses nothing.
+/// are released only once the op was accepted, so a rejected op loses nothing. (`core` may
+/// belong to one of `inputs`: it is copied into the output before any input is released.)
 template <Backend B, class O, class... Ts>
-Tensor<B> emit(const std::shared_ptr<RouterCore<B>>& core, std::size_t dev, O o, Ts&... inputs) {
-  TensorRef out = o.out;
+Tensor<B> emit(const std::shared_ptr<RouterCore<B>>& core, std::size_t dev, O&& o, Ts&... inputs) {
   // Which inputs the op takes read-write, looked up by id before the op is moved away.
   [[maybe_unused]] std::array<Access, sizeof...(Ts)> access{};
   std::size_t i = 0;
@@ -37,10 +37,18 @@ Tensor<B> emit(const std::shared_ptr<RouterCore<B>>& core, std::size_t dev, O o,
           return a;
         }()),
    ...);
-  core->submit(dev, Op(std::move(o)));
+  // The output's Tensor exists before the op runs, so nothing can fail between the op and it;
+  // if the op is rejected it is forgotten without a Drop (it was never registered).
+  Tensor<B> out = TensorAccess<B>::make(core, o.out, dev);
+  try {
+    core->submit(dev, std::forward<O>(o));
+  } catch (...) {
+    TensorAccess<B>::forget(out);
+    throw;
+  }
   i = 0;
-  ((TensorAccess<B>::release(inputs, TensorRef{0, {}, DType::f32, access[i++]})), ...);
-  return TensorAccess<B>::make(core, std::move(out), dev);
+  ((TensorAccess<B>::release(inputs, access[i++])), ...);
+  return out;
 }
 }  // namespace detail
 

@@ -49,8 +49,9 @@ struct TensorState {
   ~TensorState() {
     // The state is going away: its shape and scheme move into the Drop (no copies on this path).
     if (!consumed)
-      core->drop(device,
-                 TensorRef{id, std::move(shape), dtype, Access::ReadWrite, std::move(scheme)});
+      core->drop(device, id, [this] {
+        return TensorRef{id, std::move(shape), dtype, Access::ReadWrite, std::move(scheme)};
+      });
   }
 };
 
@@ -147,7 +148,7 @@ class Tensor {
     const std::size_t dev = st.device;
     const TensorRef ref = detail::TensorAccess<B>::ref(*this);
     auto r = core->read(dev, ref);
-    detail::TensorAccess<B>::release(*this, ref);
+    detail::TensorAccess<B>::release(*this, ref.access);
     return r;
   }
 
@@ -165,7 +166,7 @@ class Tensor {
         std::make_shared<detail::TensorState<B>>(core, o.out.id, st.shape, st.dtype, to, st.scheme);
     const TensorRef in = o.in;
     core->move(std::move(o));
-    detail::TensorAccess<B>::release(*this, in);
+    detail::TensorAccess<B>::release(*this, in.access);
     return Tensor(std::move(out));
   }
 
@@ -177,7 +178,7 @@ namespace detail {
 template <Backend B>
 struct TensorAccess {
   static const TensorState<B>& state(const Tensor<B>& t, const char* op) { return t.state(op); }
-  static std::shared_ptr<RouterCore<B>> core(const Tensor<B>& t, const char* op) {
+  static const std::shared_ptr<RouterCore<B>>& core(const Tensor<B>& t, const char* op) {
     return t.state(op).core;
   }
   /// The ref an op uses for `t`: read-write only when `t` is the last copy.
@@ -189,14 +190,17 @@ struct TensorAccess {
   /// Call after the op using `t` was submitted without error: when it took `t` read-write the
   /// registry entry is (or will be) gone, so `t` is forgotten without a Drop. If the submit
   /// threw, `t` is left alone and its destructor's Drop frees whatever is left.
-  static void release(Tensor<B>& t, const TensorRef& used) {
-    if (used.access == Access::ReadWrite) t.s_->consumed = true;
+  static void release(Tensor<B>& t, Access used) {
+    if (used == Access::ReadWrite) t.s_->consumed = true;
     t.s_.reset();
   }
-  static Tensor<B> make(std::shared_ptr<RouterCore<B>> core, TensorRef out, std::size_t dev) {
-    return Tensor<B>(std::make_shared<TensorState<B>>(std::move(core), out.id, std::move(out.shape),
-                                                      out.dtype, dev, std::move(out.scheme)));
+  static Tensor<B> make(std::shared_ptr<RouterCore<B>> core, const TensorRef& out,
+                        std::size_t dev) {
+    return Tensor<B>(std::make_shared<TensorState<B>>(std::move(core), out.id, out.shape, out.dtype,
+                                                      dev, out.scheme));
   }
+  /// Lets go of `t` without a Drop: its op was rejected, so no device holds it.
+  static void forget(Tensor<B>& t) noexcept { release(t, Access::ReadWrite); }
 };
 }  // namespace detail
 

@@ -101,6 +101,33 @@ class Client {
     not_empty_.notify_one();
   }
 
+  /// Inline mode: runs `o` now, in the calling thread, and rethrows its error. Nothing is
+  /// built around the op (no Op variant, no Task) unless it is traced.
+  template <class O>
+  void run_inline(O& o) {
+    std::lock_guard lk(exec_mu_);
+    if (!opts_.trace) return interp_.execute(o);
+    Task t{Op(std::move(o))};
+    run(t);
+  }
+
+  /// Frees tensor `id` now, in the calling thread, when nothing can be ahead of its Drop: in
+  /// inline mode always, in async mode when the device has nothing queued or running (the
+  /// tensor's last copy is going, so no later op can name it). Returns false when the Drop
+  /// must be queued instead (a busy async device, or a traced router, whose trace shows it).
+  /// An idle device so gives memory back when the tensor goes, not at its next op: a buffer
+  /// dropped after a sync() is in the cache for the next allocation.
+  bool try_drop_now(TensorId id) {
+    if (opts_.trace) return false;
+    if (is_async()) {
+      std::lock_guard lk(q_mu_);
+      if (pending_ != 0) return false;
+    }
+    std::lock_guard lk(exec_mu_);
+    interp_.drop(id);
+    return true;
+  }
+
   /// Waits until every task submitted so far has run; throws the first error this device hit
   /// since the last sync (and clears it).
   void sync() {

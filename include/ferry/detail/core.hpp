@@ -82,7 +82,15 @@ class RouterCore {
     return next_id_.fetch_add(1, std::memory_order_relaxed);
   }
 
-  void submit(std::size_t dev, Op op) { clients_[dev]->submit(Task{std::move(op)}); }
+  /// Runs op `o` (an op:: struct) on device `dev`: now, in inline mode; queued, in async mode.
+  template <class O>
+  void submit(std::size_t dev, O&& o) {
+    Client& c = *clients_[dev];
+    if (c.is_async())
+      c.submit(Task{Op(std::forward<O>(o))});
+    else
+      c.run_inline(o);
+  }
 
   /// Moves a tensor between devices: the send is queued on the source before the receive is
   /// queued on the target, which is what keeps concurrent moves free of wait cycles.
@@ -102,10 +110,12 @@ class RouterCore {
     return fut.get();
   }
 
-  /// Called from a Tensor's destructor: never throws.
-  void drop(std::size_t dev, TensorRef in) noexcept {
+  /// Called from a Tensor's destructor: never throws. `make_ref()` gives the tensor's ref,
+  /// built only when a Drop op is queued (see Client::try_drop_now); otherwise the id is enough.
+  template <class MakeRef>
+  void drop(std::size_t dev, TensorId id, MakeRef&& make_ref) noexcept {
     try {
-      submit(dev, op::Drop{std::move(in)});
+      if (!clients_[dev]->try_drop_now(id)) submit(dev, op::Drop{make_ref()});
     } catch (...) {
       // A drop can only fail if the process is out of memory; the handle is then freed when
       // the router goes away.
