@@ -33,15 +33,15 @@ namespace ferry {
 /// unknown id, a wrong kind or a consumed handle throws HandleError naming the tensor, the op
 /// and the device; a tensor whose producing op failed throws OpFailed with that op's error.
 ///
-/// Storage: the entries sit in one dense vector, chained from a power-of-two bucket array by
-/// 32-bit indices (at most one entry per bucket on average). Every op inserts one entry and
-/// erases another, so this is on the dispatch path: a node-based std::unordered_map paid an
-/// allocation, a division and a pointer chase per operation. A router numbers tensors
-/// consecutively, and consecutive ids land in consecutive buckets (see bucket()), so with 10^5
-/// live tensors each op's new tensor touches the cache line its predecessor touched; a hash
-/// that scattered them (tried: Fibonacci hashing into an open-addressing table) cost a cache
-/// miss per op there, 70-100 ns. Erasing moves the last entry into the hole. Neither array
-/// shrinks once grown.
+/// Storage: dense vectors of entries (the ids with their chain links in one, the handles in
+/// another), chained from a power-of-two bucket array by 32-bit indices, at most one entry per
+/// two buckets. Every op inserts one entry and erases another, so this is on the dispatch
+/// path: a node-based std::unordered_map paid an allocation, a division and a pointer chase per
+/// operation. A router numbers tensors consecutively, and consecutive ids land in consecutive
+/// buckets (see bucket()), so with 10^5 live tensors each op's new tensor touches the cache
+/// line its predecessor touched (a hash that scattered them cost a cache miss per op there,
+/// 70-100 ns), and a chain walk past a long-lived tensor reads its 16-byte link, not its
+/// handle. Erasing moves the last entry into the hole. Nothing shrinks once grown.
 template <Backend B>
 class HandleRegistry {
  public:
@@ -116,12 +116,15 @@ class HandleRegistry {
   static constexpr Index kNone = ~Index{0};
   static constexpr std::size_t npos = static_cast<std::size_t>(-1);
 
-  struct Entry {
-    template <class... Args>
-    Entry(TensorId i, Index nx, std::size_t n, Args&&... args)
-        : id(i), next(nx), h(std::forward<Args>(args)...), bytes(n) {}
+  // Entry i's id and chain link are links_[i], its handle entries_[i]: a chain walk reads only
+  // the compact links (16 bytes each), never the handles (a quantized one is hundreds of bytes).
+  struct Link {
     TensorId id;
     Index next;  // the next entry of the same bucket
+  };
+  struct Entry {
+    template <class... Args>
+    explicit Entry(std::size_t n, Args&&... args) : h(std::forward<Args>(args)...), bytes(n) {}
     Handle h;
     std::size_t bytes;
   };
@@ -135,14 +138,14 @@ class HandleRegistry {
   }
   [[nodiscard]] std::size_t pos_of(TensorId id) const noexcept {
     if (heads_.empty()) return npos;
-    for (Index i = heads_[bucket(id)]; i != kNone; i = entries_[i].next)
-      if (entries_[i].id == id) return i;
+    for (Index i = heads_[bucket(id)]; i != kNone; i = links_[i].next)
+      if (links_[i].id == id) return i;
     return npos;
   }
   // The link that points at entry `pos` (a bucket head or the previous entry's `next`).
   [[nodiscard]] Index& link_to(std::size_t pos) noexcept {
-    Index* l = &heads_[bucket(entries_[pos].id)];
-    while (*l != pos) l = &entries_[*l].next;
+    Index* l = &heads_[bucket(links_[pos].id)];
+    while (*l != pos) l = &links_[*l].next;
     return *l;
   }
 
@@ -156,9 +159,16 @@ class HandleRegistry {
     if (entries_.size() >= kNone)
       detail::raise<HandleError>("registry.4", "device {} holds {} tensors, the most it can",
                                  device_, entries_.size());
-    if (entries_.size() + 1 > heads_.size()) grow();
+    // At most one entry per two buckets, so a new id's bucket is usually empty.
+    if (2 * (entries_.size() + 1) > heads_.size()) grow();
+    entries_.emplace_back(bytes, std::forward<Args>(args)...);
     Index& head = heads_[bucket(id)];
-    entries_.emplace_back(id, head, bytes, std::forward<Args>(args)...);
+    try {
+      links_.push_back(Link{id, head});
+    } catch (...) {
+      entries_.pop_back();
+      throw;
+    }
     head = static_cast<Index>(entries_.size() - 1);
     bytes_ += bytes;
   }
@@ -166,20 +176,21 @@ class HandleRegistry {
     std::vector<Index> heads(heads_.empty() ? 16 : 2 * heads_.size(), kNone);
     heads_.swap(heads);
     mask_ = heads_.size() - 1;
-    for (std::size_t pos = 0; pos < entries_.size(); ++pos) {
-      Index& head = heads_[bucket(entries_[pos].id)];
-      entries_[pos].next = head;
+    for (std::size_t pos = 0; pos < links_.size(); ++pos) {
+      Index& head = heads_[bucket(links_[pos].id)];
+      links_[pos].next = head;
       head = static_cast<Index>(pos);
     }
   }
 
   // Removes entry `pos`: unlinked from its chain, then the last entry moves into its place.
   void erase_at(std::size_t pos) noexcept {
-    link_to(pos) = entries_[pos].next;
+    link_to(pos) = links_[pos].next;
     bytes_ -= entries_[pos].bytes;
     const std::size_t last = entries_.size() - 1;
     if (pos != last) {
       link_to(last) = static_cast<Index>(pos);
+      links_[pos] = links_[last];
       if constexpr (std::is_move_assignable_v<Entry>) {
         entries_[pos] = std::move(entries_[last]);
       } else {  // a handle type that is only copy-constructible, as the Backend concept allows
@@ -187,6 +198,7 @@ class HandleRegistry {
         std::construct_at(&entries_[pos], std::move(entries_[last]));
       }
     }
+    links_.pop_back();
     entries_.pop_back();
   }
 
@@ -205,7 +217,8 @@ class HandleRegistry {
   std::string device_;
   std::vector<Index> heads_;    // bucket -> first entry; size 0 or a power of two
   std::size_t mask_ = 0;        // heads_.size() - 1
-  std::vector<Entry> entries_;  // dense, in no particular order; at most heads_.size()
+  std::vector<Link> links_;     // dense, in no particular order; at most heads_.size() / 2
+  std::vector<Entry> entries_;  // the same order as links_
   std::unordered_map<TensorId, std::string> failed_;
   std::size_t bytes_ = 0;
 };
