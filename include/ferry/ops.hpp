@@ -383,15 +383,9 @@ template <Backend B>
   auto core = detail::TA<B>::core(first, "cat");
   std::vector<Access> acc;
   for (const auto& r : o.ins) acc.push_back(r.access);
-  Tensor<B> out = detail::TA<B>::make(core, o.out, dev);  // as in detail::emit
-  try {
-    core->submit(dev, std::move(o));
-  } catch (...) {
-    detail::TA<B>::forget(out);
-    throw;
-  }
-  for (std::size_t i = 0; i < xs.size(); ++i) detail::TA<B>::release(xs[i], acc[i]);
-  return out;
+  return detail::submit_op(core, dev, std::move(o), [&] {
+    for (std::size_t i = 0; i < xs.size(); ++i) detail::TA<B>::release(xs[i], acc[i]);
+  });
 }
 /// torch.gather: out[i][j] = x[index[i][j]][j] along `dim`; index is an int tensor of x's rank.
 template <Backend B>

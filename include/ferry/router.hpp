@@ -20,9 +20,27 @@
 namespace ferry {
 
 namespace detail {
-/// Records `o` on device `dev` and returns the Tensor for its output. Inputs taken read-write
-/// are released only once the op was accepted, so a rejected op loses nothing. (`core` may
-/// belong to one of `inputs`: it is copied into the output before any input is released.)
+/// Submits `o` on device `dev` and returns the Tensor for its output. The output's Tensor
+/// exists before the op runs, so nothing can fail between the op and it; if the op is rejected
+/// the Tensor is forgotten without a Drop (it was never registered), and `release_inputs()`,
+/// which lets go of the inputs the op took read-write, runs only once the op was accepted, so a
+/// rejected op loses nothing. (`core` may belong to an input: it is copied into the output
+/// before any input is released.)
+template <Backend B, class O, class Release>
+Tensor<B> submit_op(const std::shared_ptr<RouterCore<B>>& core, std::size_t dev, O&& o,
+                    Release&& release_inputs) {
+  Tensor<B> out = TensorAccess<B>::make(core, o.out, dev);
+  try {
+    core->submit(dev, std::forward<O>(o));
+  } catch (...) {
+    TensorAccess<B>::forget(out);
+    throw;
+  }
+  release_inputs();
+  return out;
+}
+
+/// Records `o` on device `dev` and returns the Tensor for its output (see submit_op).
 template <Backend B, class O, class... Ts>
 Tensor<B> emit(const std::shared_ptr<RouterCore<B>>& core, std::size_t dev, O&& o, Ts&... inputs) {
   // Which inputs the op takes read-write, looked up by id before the op is moved away.
@@ -37,18 +55,10 @@ Tensor<B> emit(const std::shared_ptr<RouterCore<B>>& core, std::size_t dev, O&& 
           return a;
         }()),
    ...);
-  // The output's Tensor exists before the op runs, so nothing can fail between the op and it;
-  // if the op is rejected it is forgotten without a Drop (it was never registered).
-  Tensor<B> out = TensorAccess<B>::make(core, o.out, dev);
-  try {
-    core->submit(dev, std::forward<O>(o));
-  } catch (...) {
-    TensorAccess<B>::forget(out);
-    throw;
-  }
-  i = 0;
-  ((TensorAccess<B>::release(inputs, access[i++])), ...);
-  return out;
+  return submit_op(core, dev, std::forward<O>(o), [&] {
+    i = 0;
+    ((TensorAccess<B>::release(inputs, access[i++])), ...);
+  });
 }
 }  // namespace detail
 
