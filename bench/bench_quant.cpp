@@ -16,10 +16,12 @@ void memcpy_bytes(benchmark::State& st) {
   static std::map<std::int64_t, std::unique_ptr<MemcpyBuffers>> bufs;
   auto& b = bufs[st.range(0)];
   if (!b) b = std::make_unique<MemcpyBuffers>(static_cast<std::size_t>(st.range(0)));
+  const ProcessCpu cpu_time;
   for (auto _ : st) {
     std::memcpy(b->dst.data(), b->src.data(), b->src.size());
     benchmark::ClobberMemory();
   }
+  cpu_time.finish(st, 1.0);
   st.SetBytesProcessed(st.iterations() * st.range(0));
   st.counters["per_iter_bytes"] = static_cast<double>(st.range(0));
 }
@@ -45,7 +47,10 @@ void quantize_i8(benchmark::State& st) {
                        static_cast<std::int64_t>(kBigF32Bytes));
   st.counters["per_iter_bytes"] = kBigF32Bytes;
 }
-BENCHMARK(quantize_i8)->Name("quantize_dynamic/i8_per_tensor/64Mi")->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(quantize_i8)
+    ->Name("quantize_dynamic/i8_per_tensor/64Mi")
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
 
 // A: dequantize of int4, blocks of 32, f16 scales, 64 Mi elements, to f32; throughput counted
 // as f32 bytes written.
@@ -62,10 +67,15 @@ void dequantize_i4(benchmark::State& st) {
                        static_cast<std::int64_t>(kBigF32Bytes));
   st.counters["per_iter_bytes"] = kBigF32Bytes;
 }
-BENCHMARK(dequantize_i4)->Name("dequantize/i4_block32_f16/64Mi")->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(dequantize_i4)
+    ->Name("dequantize/i4_block32_f16/64Mi")
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
 
 // A of the transfer rows: q.to(cpu:1) of a 4096 x 4096 quantized weight held on cpu:0 (shared,
-// so the source keeps it), synced; the moved copy is dropped before the next move.
+// so the source keeps it), synced; the moved copy is dropped before the next move. EigenCpu
+// splits a copy of 1 MiB or more over every core (memcpy, B, is one thread): the summary's CPU
+// lines show what each side used.
 // range(0): 8 = int8 or 4 = int4, both per block of 32 with f16 scales.
 Scheme scheme_for(std::int64_t bits) { return bits == 8 ? i8_block32() : i4_block32(); }
 
@@ -75,15 +85,23 @@ void q_to(benchmark::State& st) {
   const T q = quantize_dynamic(router.from_data(host_data(kWeight), CpuDevice{0}), s);
   router.sync();
   const double bytes = static_cast<double>(q_bytes(s, kWeight));
+  const ProcessCpu cpu_time;
   for (auto _ : st) {
     T moved = q.to(CpuDevice{1});
     router.sync();
     benchmark::DoNotOptimize(moved);
   }
+  cpu_time.finish(st, 1.0);
   st.SetBytesProcessed(static_cast<std::int64_t>(st.iterations() * bytes));
   st.counters["per_iter_bytes"] = bytes;
 }
-BENCHMARK(q_to)->Name("q_to/packed")->ArgName("bits")->Arg(8)->Arg(4)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(q_to)
+    ->Name("q_to/packed")
+    ->ArgName("bits")
+    ->Arg(8)
+    ->Arg(4)
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
 
 // B of the transfer rows: memcpy of exactly the bytes q.to moves (packed data + f16 scales).
 void memcpy_q(benchmark::State& st) { memcpy_bytes(st); }
@@ -109,7 +127,10 @@ void q_to_workaround(benchmark::State& st) {
     benchmark::DoNotOptimize(moved);
   }
 }
-BENCHMARK(q_to_workaround)->Name("q_to/workaround_i4")->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(q_to_workaround)
+    ->Name("q_to/workaround_i4")
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
 
 // Bytes a quantized move puts on the wire, read from the target's stats().bytes_in, against
 // the f32 tensor it stands for. Not a timing: the counters carry the numbers.

@@ -173,6 +173,52 @@ TEST_CASE("freed buffers are cached per device, reused for the same size class, 
   }
 }
 
+TEST_CASE(
+    "large transfers are split over cores and arrive byte for byte, in fresh and recycled "
+    "memory",
+    "[eigen_cpu]") {
+  using detail::CopyArena;
+  EigenCpu cpu(2);
+  // Sizes that are not a multiple of the copy's chunks, above the size where it splits.
+  auto values = [](std::size_t n, float phase) {
+    std::vector<float> v(n);
+    for (std::size_t i = 0; i < n; ++i)
+      v[i] = std::sin(static_cast<float>(i) * 0.37f + phase) * 3.0f;
+    return v;
+  };
+  const std::size_t n = CopyArena::kParallelBytes / 4 + 12345;  // 1.05 MiB of floats
+  REQUIRE(n * 4 % CopyArena::kChunkBytes != 0);
+  const auto host = values(n, 0.0f);
+  auto f = cpu.float_to_device(make(cpu, host, Shape{static_cast<std::int64_t>(n)}), D1);
+  REQUIRE(read<float>(cpu, f) == host);
+
+  // int8 per block of 32: 2.25 MiB of packed data (split) and 144 KiB of scales (one memcpy).
+  const auto s = quant::Scheme::of(quant::ValueType::i8).per_block({32});
+  const auto w1 = cpu.quantize_dynamic(make(cpu, values(1024 * 2304, 1.0f), Shape{1024, 2304}), s);
+  // Fewer bytes in the same size class: its move lands in the vector w1's copy left behind.
+  const auto w2 = cpu.quantize_dynamic(make(cpu, values(1024 * 2272, 2.0f), Shape{1024, 2272}), s);
+  REQUIRE(w1.parts().data.size() >= CopyArena::kParallelBytes);
+  REQUIRE(detail::cpu::MemoryCache::size_class(w1.parts().data.size()) ==
+          detail::cpu::MemoryCache::size_class(w2.parts().data.size()));
+  const std::byte* first = nullptr;
+  {
+    auto m1 = cpu.q_to_device(w1, D1);
+    first = m1.parts().data.data();
+    REQUIRE(m1.parts() == w1.parts());
+  }
+  {
+    auto m2 = cpu.q_to_device(w2, D1);  // shrinks the recycled vector: no byte of w1 is left
+    REQUIRE(m2.parts().data.data() == first);
+    REQUIRE(m2.parts() == w2.parts());
+    REQUIRE(cpu.dequantize(m2, DType::f32).shape == Shape{1024, 2272});
+  }
+  auto m1 = cpu.q_to_device(w1, D1);  // grows it back: the tail is written, not left zero
+  REQUIRE(m1.parts().data.data() == first);
+  REQUIRE(m1.parts() == w1.parts());
+  REQUIRE(read<float>(cpu, cpu.dequantize(m1, DType::f32)) ==
+          read<float>(cpu, cpu.dequantize(w1, DType::f32)));
+}
+
 TEST_CASE("a handle held once is reused in place, a shared one never written", "[eigen_cpu]") {
   EigenCpu cpu;
   auto fresh = [&] { return make(cpu, std::vector<float>{1, 2, 3, 4}, Shape{2, 2}); };

@@ -361,7 +361,7 @@ class BasicEigenCpu {
                                 d.dtype(), k);
     CpuTensor t = detail::cpu::alloc(acc_, dev.index, d.shape(), d.dtype());
     const auto bytes = d.bytes();
-    if (!bytes.empty()) std::memcpy(t.buf->data(), bytes.data(), bytes.size());
+    acc_->copy(t.buf->data(), bytes.data(), bytes.size());
     if (k == Kind::Bool)  // any non-zero byte is true; kernels rely on 0/1
       for (std::size_t i = 0; i < bytes.size(); ++i)
         t.buf->data()[i] = std::byte{bytes[i] != std::byte{0} ? std::uint8_t{1} : std::uint8_t{0}};
@@ -372,7 +372,7 @@ class BasicEigenCpu {
     detail::cpu::check(acc_, t, op);
     detail::cpu::check_kind(t, k, op);
     std::vector<std::byte> bytes(t.nbytes());
-    if (!bytes.empty()) std::memcpy(bytes.data(), t.buf->data(), bytes.size());
+    acc_->copy(bytes.data(), t.buf->data(), bytes.size());
     return TensorData(t.shape, t.dtype, std::move(bytes));
   }
 
@@ -382,7 +382,7 @@ class BasicEigenCpu {
     acc_->check(dev.index, op);
     if (dev.index == t.device) return t;
     CpuTensor out = detail::cpu::alloc(acc_, dev.index, t.shape, t.dtype);
-    if (t.nbytes() > 0) std::memcpy(out.buf->data(), t.buf->data(), t.nbytes());
+    acc_->copy(out.buf->data(), t.buf->data(), t.nbytes());
     return out;
   }
 

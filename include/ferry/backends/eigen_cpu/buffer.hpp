@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "ferry/detail/parallel.hpp"
 #include "ferry/dtype.hpp"
 #include "ferry/error.hpp"
 #include "ferry/shape.hpp"
@@ -110,6 +111,28 @@ class MemoryCache {
     v.clear();
     return v;
   }
+  /// A vector of exactly `n` bytes for the caller to overwrite whole: a recycled one keeps
+  /// the bytes it held (only growth past its old size is zero-filled), so a transfer into it
+  /// writes each byte once rather than zeroing it first.
+  [[nodiscard]] std::vector<std::byte> take_sized_vector(std::size_t n) {
+    std::vector<std::byte> v;
+    if (n == 0) return v;
+    const std::size_t cls = size_class(n);
+    {
+      std::lock_guard lk(mu_);
+      if (auto it = vectors_.find(cls); it != vectors_.end() && !it->second.empty()) {
+        v = std::move(it->second.back());
+        it->second.pop_back();
+        cached_ -= cls;
+      }
+    }
+    if (v.capacity() < n) {
+      v.clear();
+      v.reserve(cls);
+    }
+    v.resize(n);
+    return v;
+  }
   /// Keeps `v`'s memory for reuse (or lets it go).
   void give_vector(std::vector<std::byte>&& v) noexcept {
     const std::size_t cls = floor_class(v.capacity());
@@ -177,6 +200,10 @@ class Accounts {
   [[nodiscard]] DeviceCounters& operator[](int device) const noexcept {
     return counters_[static_cast<std::size_t>(device)];
   }
+  /// memcpy for transfers between (into, out of) devices: large copies use every core.
+  void copy(std::byte* dst, const std::byte* src, std::size_t n) const {
+    copier_->copy(dst, src, n);
+  }
   /// Throws DeviceError naming `op` unless 0 <= device < size().
   void check(int device, const char* op) const {
     if (device < 0 || device >= n_)
@@ -189,6 +216,7 @@ class Accounts {
  private:
   int n_;
   std::unique_ptr<DeviceCounters[]> counters_;
+  std::unique_ptr<CopyArena> copier_ = std::make_unique<CopyArena>();
 };
 
 using AccountsPtr = std::shared_ptr<Accounts>;

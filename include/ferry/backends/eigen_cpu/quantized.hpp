@@ -83,8 +83,8 @@ class CacheSource final : public quant::VectorSource {
 /// A copy of `bytes` in `device`'s memory (a recycled vector when the cache has one).
 inline std::vector<std::byte> copy_bytes(const AccountsPtr& acc, int device,
                                          const std::vector<std::byte>& bytes) {
-  std::vector<std::byte> v = (*acc)[device].cache.take_vector(bytes.size());
-  v.assign(bytes.begin(), bytes.end());
+  std::vector<std::byte> v = (*acc)[device].cache.take_sized_vector(bytes.size());
+  acc->copy(v.data(), bytes.data(), bytes.size());
   return v;
 }
 
