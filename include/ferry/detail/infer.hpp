@@ -7,8 +7,10 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "ferry/dtype.hpp"
@@ -20,8 +22,11 @@ namespace ferry::detail {
 
 /// numpy broadcasting of two shapes.
 inline Shape broadcast(const char* op, const Shape& a, const Shape& b) {
+  if (a == b) return a;  // the common case, and a Shape copy allocates nothing up to inline_rank
   const std::size_t r = std::max(a.rank(), b.rank());
-  std::vector<std::int64_t> out(r);
+  std::array<std::int64_t, Shape::inline_rank> small{};
+  std::vector<std::int64_t> big(r > small.size() ? r : 0);
+  const std::span<std::int64_t> out = big.empty() ? std::span(small.data(), r) : std::span(big);
   for (std::size_t i = 0; i < r; ++i) {
     const std::int64_t x = i < r - a.rank() ? 1 : a[i - (r - a.rank())];
     const std::int64_t y = i < r - b.rank() ? 1 : b[i - (r - b.rank())];
@@ -30,7 +35,7 @@ inline Shape broadcast(const char* op, const Shape& a, const Shape& b) {
                         a, b, i, x, y);
     out[i] = x == 1 ? y : x;
   }
-  return Shape(std::move(out));
+  return Shape(std::span<const std::int64_t>(out));
 }
 
 inline void same_dtype(const char* op, DType a, DType b) {
