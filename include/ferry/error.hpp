@@ -52,6 +52,11 @@ class Unsupported : public Error {
 class QuantError : public Error {
   using Error::Error;
 };
+/// A device could not allocate the memory an op needs (its output, a transfer's copy, a
+/// kernel's scratch). The op fails as a whole: other tensors and the router stay usable.
+class OutOfMemory : public Error {
+  using Error::Error;
+};
 /// An op that failed on a device, reported where its result is used or synced.
 class OpFailed : public Error {
   using Error::Error;

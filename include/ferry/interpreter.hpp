@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <future>
 #include <memory>
+#include <new>
 #include <string>
 #include <utility>
 #include <variant>
@@ -108,19 +109,12 @@ class Interpreter {
     Handle h = reg_.take_any(o.in, "to_device");
     const std::size_t n = bytes_of(h, o.in);
     Handle moved = [&]() -> Handle {
-      switch (h.index()) {
-        case 0:
-          return Handle(std::in_place_index<0>,
-                        b_.float_to_device(std::get<0>(std::move(h)), target));
-        case 1:
-          return Handle(std::in_place_index<1>,
-                        b_.int_to_device(std::get<1>(std::move(h)), target));
-        case 2:
-          return Handle(std::in_place_index<2>,
-                        b_.bool_to_device(std::get<2>(std::move(h)), target));
-        default:
-          return Handle(std::in_place_index<3>,
-                        detail::qhost::to_device(b_, std::get<3>(std::move(h)), target));
+      try {
+        return copy_to(std::move(h), target);
+      } catch (const std::bad_alloc&) {
+        detail::raise<OutOfMemory>(
+            "memory", "to_device: device {} is out of memory receiving {} ({} bytes) from {}",
+            target, o.out, n, device_);
       }
     }();
     stats_.bytes_out += n;
@@ -490,6 +484,44 @@ class Interpreter {
   }
   void run(op::Drop& o) { reg_.drop(o.in.id); }
 
+  // The backend's transfer for the kind `h` holds.
+  Handle copy_to(Handle h, const Device& target) {
+    switch (h.index()) {
+      case 0:
+        return Handle(std::in_place_index<0>,
+                      b_.float_to_device(std::get<0>(std::move(h)), target));
+      case 1:
+        return Handle(std::in_place_index<1>, b_.int_to_device(std::get<1>(std::move(h)), target));
+      case 2:
+        return Handle(std::in_place_index<2>, b_.bool_to_device(std::get<2>(std::move(h)), target));
+      default:
+        return Handle(std::in_place_index<3>,
+                      detail::qhost::to_device(b_, std::get<3>(std::move(h)), target));
+    }
+  }
+
+  // An allocation that failed inside op `o` (std::bad_alloc from a kernel or the backend's
+  // allocator) becomes OutOfMemory naming the op, the device and the output it was making.
+  template <class T>
+  [[noreturn]] void out_of_memory(const T& o) const {
+    const char* op = [&] {
+      if constexpr (requires { o.kind; })
+        return name(o.kind);
+      else
+        return T::name;
+    }();
+    if constexpr (requires { o.out; }) {
+      std::string size;  // as a double: the shape may ask for more bytes than 64 bits hold
+      if (o.out.dtype != DType::quantized)
+        size = fmt::format(" ({:.0f} bytes)", static_cast<double>(o.out.shape.numel()) *
+                                                  static_cast<double>(dtype_size(o.out.dtype)));
+      detail::raise<OutOfMemory>("memory", "{}: device {} is out of memory making {}{}", op,
+                                 device_, o.out, size);
+    } else {
+      detail::raise<OutOfMemory>("memory", "{}: device {} is out of memory", op, device_);
+    }
+  }
+
   B& b_;
   Device device_;
   HandleRegistry<B> reg_;
@@ -506,6 +538,9 @@ void Interpreter<B>::execute(Op& o) {
     ++stats_.ops;                          \
     try {                                  \
       run(o);                              \
+    } catch (const std::bad_alloc&) {      \
+      ++stats_.failed_ops;                 \
+      out_of_memory(o);                    \
     } catch (...) {                        \
       ++stats_.failed_ops;                 \
       throw;                               \
