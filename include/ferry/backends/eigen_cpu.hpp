@@ -44,9 +44,11 @@ namespace ferry {
 /// whose buffer is shared is read-only: no kernel ever writes a buffer with use_count > 1, which
 /// is also why reshape (and a few no-op layouts) can hand back a shared buffer without a copy.
 ///
-/// **Threads.** Copies of an EigenCpu share one accounting block (atomic counters) and nothing
+/// **Threads.** Copies of an EigenCpu share one accounting block (atomic counters, each
+/// device's cache of freed memory behind its lock, the arena transfers copy in) and nothing
 /// else mutable, so kernels for different devices may run concurrently; large kernels split
-/// their work with oneTBB inside the caller's task_arena (serially under FERRY_SERIAL_KERNELS).
+/// their work with oneTBB inside the caller's task_arena, and copies between devices (or to and
+/// from host data) of 1 MiB or more over every core (serially under FERRY_SERIAL_KERNELS).
 ///
 /// **Numbers.** Integer add/sub/mul/neg/abs/sum/prod/matmul wrap on overflow (two's
 /// complement, never UB). Integer div truncates toward zero; div and remainder by zero throw
