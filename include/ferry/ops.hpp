@@ -68,13 +68,13 @@ Tensor<B> unary(UnaryKind k, Tensor<B> x) {
     case UnaryKind::neg:
     case UnaryKind::abs:
     case UnaryKind::relu:
-      want_kind(op, d, {Kind::Float, Kind::Int}, "float or int");
+      want_kind(op, d, {Kind::Float, Kind::Int}, "float or int operands");
       break;
     case UnaryKind::logical_not:
-      want_kind(op, d, {Kind::Bool}, "bool");
+      want_kind(op, d, {Kind::Bool}, "bool operands");
       break;
     default:
-      want_kind(op, d, {Kind::Float}, "float");
+      want_kind(op, d, {Kind::Float}, "float operands");
   }
   op::Unary o{k, TA<B>::ref(x), out_ref(x, x.shape(), d)};
   return emit(TA<B>::core(x, op), dev, std::move(o), x);
@@ -85,12 +85,12 @@ Tensor<B> binary(BinaryKind k, Tensor<B> a, Tensor<B> b) {
   const char* op = name(k);
   const auto dev = common_device(op, a, b);
   if (is_logical(k)) {
-    want_kind(op, a.dtype(), {Kind::Bool}, "bool");
-    want_kind(op, b.dtype(), {Kind::Bool}, "bool");
+    want_kind(op, a.dtype(), {Kind::Bool}, "bool operands");
+    want_kind(op, b.dtype(), {Kind::Bool}, "bool operands");
   } else if (k == BinaryKind::equal || k == BinaryKind::not_equal) {
     not_quantized(op, a.dtype());
   } else {
-    want_kind(op, a.dtype(), {Kind::Float, Kind::Int}, "float or int");
+    want_kind(op, a.dtype(), {Kind::Float, Kind::Int}, "float or int operands");
   }
   same_dtype(op, a.dtype(), b.dtype());
   Shape s = broadcast(op, a.shape(), b.shape());
@@ -106,7 +106,7 @@ Tensor<B> binary_scalar(BinaryKind k, Tensor<B> a, Scalar s) {
   if (k == BinaryKind::equal || k == BinaryKind::not_equal)
     not_quantized(op, a.dtype());
   else
-    want_kind(op, a.dtype(), {Kind::Float, Kind::Int}, "float or int");
+    want_kind(op, a.dtype(), {Kind::Float, Kind::Int}, "float or int operands");
   if (!is_comparison(k) && kind_of(a.dtype()) == Kind::Int) {
     // Checked here, not only in the kernel, so async callers hear of it at the call.
     const double v = s.as<double>();
@@ -128,9 +128,9 @@ Tensor<B> reduce(ReduceKind k, Tensor<B> x, std::optional<std::int64_t> dim, boo
   const char* op = name(k);
   const auto dev = common_device(op, x);
   if (k == ReduceKind::mean)
-    want_kind(op, x.dtype(), {Kind::Float}, "float");
+    want_kind(op, x.dtype(), {Kind::Float}, "float operands");
   else
-    want_kind(op, x.dtype(), {Kind::Float, Kind::Int}, "float or int");
+    want_kind(op, x.dtype(), {Kind::Float, Kind::Int}, "float or int operands");
   std::optional<std::size_t> d;
   if (dim) d = x.shape().axis(*dim, op);
   const bool is_arg = k == ReduceKind::argmax || k == ReduceKind::argmin;
@@ -175,7 +175,7 @@ FERRY_COMPARE_KINDS(FERRY_DETAIL_SCALAR_FN)
 template <Backend B>
 [[nodiscard]] Tensor<B> clamp(Tensor<B> x, Scalar lo, Scalar hi) {
   const auto dev = detail::common_device("clamp", x);
-  detail::want_kind("clamp", x.dtype(), {Kind::Float, Kind::Int}, "float or int");
+  detail::want_kind("clamp", x.dtype(), {Kind::Float, Kind::Int}, "float or int operands");
   if (lo.as<double>() > hi.as<double>())
     detail::raise<ValueError>("value", "clamp: min {} is greater than max {}", lo, hi);
   op::Clamp o{detail::TA<B>::ref(x), lo, hi, detail::out_ref(x, x.shape(), x.dtype())};
@@ -186,7 +186,7 @@ template <Backend B>
 template <Backend B>
 [[nodiscard]] Tensor<B> where(Tensor<B> mask, Tensor<B> a, Tensor<B> b) {
   const auto dev = detail::common_device("where", mask, a, b);
-  detail::want_kind("where", mask.dtype(), {Kind::Bool}, "a bool mask, and");
+  detail::want_kind("where", mask.dtype(), {Kind::Bool}, "a bool mask");
   detail::not_quantized("where", a.dtype());
   detail::same_dtype("where", a.dtype(), b.dtype());
   Shape s =
@@ -237,7 +237,7 @@ template <Backend B>
     detail::raise<ShapeError>("shape", "matmul: shapes {} and {} do not fit ({} != {})", sa, sb,
                               sa[sa.rank() - 1], sb[sb.rank() - 2]);
   if (b.is_quantized()) {
-    detail::want_kind("matmul", a.dtype(), {Kind::Float}, "float activations and");
+    detail::want_kind("matmul", a.dtype(), {Kind::Float}, "float activations");
     if (sb.rank() != 2)
       detail::raise<ShapeError>("shape",
                                 "matmul: a quantized right operand must be 2-D [K, N], got {}", sb);
@@ -247,11 +247,17 @@ template <Backend B>
                   detail::out_ref(a, Shape(o), a.dtype())};
     return detail::emit(detail::TA<B>::core(a, "matmul"), dev, std::move(q), a, b);
   }
-  detail::want_kind("matmul", a.dtype(), {Kind::Float, Kind::Int}, "float or int");
+  detail::want_kind("matmul", a.dtype(), {Kind::Float, Kind::Int}, "float or int operands");
   detail::same_dtype("matmul", a.dtype(), b.dtype());
   const Shape ba(std::vector<std::int64_t>(sa.begin(), sa.end() - 2));
   const Shape bb(std::vector<std::int64_t>(sb.begin(), sb.end() - 2));
-  std::vector<std::int64_t> o = detail::broadcast("matmul", ba, bb).to_vector();
+  std::vector<std::int64_t> o;
+  try {
+    o = detail::broadcast("matmul", ba, bb).to_vector();
+  } catch (const ShapeError&) {  // say which operands the batch dims came from
+    detail::raise<ShapeError>(
+        "shape", "matmul: batch dims {} of {} and {} of {} cannot be broadcast", ba, sa, bb, sb);
+  }
   o.push_back(sa[sa.rank() - 2]);
   o.push_back(sb[sb.rank() - 1]);
   op::Matmul m{detail::TA<B>::ref(a), detail::TA<B>::ref(b),
@@ -392,7 +398,7 @@ template <Backend B>
 [[nodiscard]] Tensor<B> gather(Tensor<B> x, std::int64_t dim, Tensor<B> index) {
   const auto dev = detail::common_device("gather", x, index);
   detail::not_quantized("gather", x.dtype());
-  detail::want_kind("gather", index.dtype(), {Kind::Int}, "an int index, and");
+  detail::want_kind("gather", index.dtype(), {Kind::Int}, "an int index");
   const auto d = x.shape().axis(dim, "gather");
   if (index.rank() != x.rank())
     detail::raise<ShapeError>("shape", "gather: index shape {} must have the rank of {}",
@@ -410,7 +416,7 @@ template <Backend B>
 [[nodiscard]] Tensor<B> index_select(Tensor<B> x, std::int64_t dim, Tensor<B> index) {
   const auto dev = detail::common_device("index_select", x, index);
   detail::not_quantized("index_select", x.dtype());
-  detail::want_kind("index_select", index.dtype(), {Kind::Int}, "an int index, and");
+  detail::want_kind("index_select", index.dtype(), {Kind::Int}, "an int index");
   const auto d = x.shape().axis(dim, "index_select");
   if (index.rank() != 1)
     detail::raise<ShapeError>("shape", "index_select: index must be 1-D, got {}", index.shape());
@@ -446,7 +452,7 @@ template <Backend B>
 [[nodiscard]] Tensor<B> quantize(Tensor<B> x, quant::Scheme scheme, std::vector<float> scales,
                                  std::vector<std::int32_t> offsets = {}) {
   const auto dev = detail::common_device("quantize", x);
-  detail::want_kind("quantize", x.dtype(), {Kind::Float}, "float");
+  detail::want_kind("quantize", x.dtype(), {Kind::Float}, "float operands");
   // The kernel checks them again (for callers of quant::quantize); here they fail at the call,
   // also in async mode.
   quant::check_params(scheme, x.shape(), scales, offsets);
@@ -459,7 +465,7 @@ template <Backend B>
 template <Backend B>
 [[nodiscard]] Tensor<B> quantize_dynamic(Tensor<B> x, quant::Scheme scheme) {
   const auto dev = detail::common_device("quantize_dynamic", x);
-  detail::want_kind("quantize_dynamic", x.dtype(), {Kind::Float}, "float");
+  detail::want_kind("quantize_dynamic", x.dtype(), {Kind::Float}, "float operands");
   scheme.validate_for(x.shape());
   auto sch = std::make_shared<const quant::Scheme>(scheme);
   op::QuantizeDynamic o{detail::TA<B>::ref(x), std::move(scheme),

@@ -111,23 +111,20 @@ class Router {
     return from_data(TensorData::from(v, std::move(shape)), d);
   }
   [[nodiscard]] Tensor<B> full(Shape shape, Scalar value, DType dtype, const Device& d) {
-    const auto dev = core_->index_of(d, "full");
-    check_creation("full", shape, dtype);
-    return detail::emit(core_, dev,
-                        op::Full{value, TensorRef{core_->new_id(), std::move(shape), dtype}});
+    return full_as("full", std::move(shape), value, dtype, d);
   }
   [[nodiscard]] Tensor<B> zeros(Shape shape, DType dtype, const Device& d) {
-    return full(std::move(shape), Scalar(0), dtype, d);
+    return full_as("zeros", std::move(shape), Scalar(0), dtype, d);
   }
   [[nodiscard]] Tensor<B> ones(Shape shape, DType dtype, const Device& d) {
-    return full(std::move(shape), Scalar(1), dtype, d);
+    return full_as("ones", std::move(shape), Scalar(1), dtype, d);
   }
   /// [start, end) by step, as numpy.arange: ceil((end - start) / step) elements.
   [[nodiscard]] Tensor<B> arange(Scalar start, Scalar end, Scalar step, DType dtype,
                                  const Device& d) {
     const auto dev = core_->index_of(d, "arange");
     not_creatable("arange", dtype);
-    detail::want_kind("arange", dtype, {Kind::Float, Kind::Int}, "a float or int dtype for");
+    detail::want_kind("arange", dtype, {Kind::Float, Kind::Int}, "a float or int dtype");
     const double s = start.as<double>(), e = end.as<double>(), st = step.as<double>();
     if (st == 0.0 || !std::isfinite(s) || !std::isfinite(e) || !std::isfinite(st))
       detail::raise<ValueError>("value", "arange: start {}, end {}, step {} do not make a range",
@@ -148,7 +145,7 @@ class Router {
                                  const Device& d, DType dtype = DType::f32) {
     const auto dev = core_->index_of(d, "random");
     check_creation("random", shape, dtype);
-    detail::want_kind("random", dtype, {Kind::Float}, "a float dtype for");
+    detail::want_kind("random", dtype, {Kind::Float}, "a float dtype");
     if (!(dist.b > 0.0) && dist.kind == Distribution::Kind::normal)
       detail::raise<ValueError>("value", "random: normal std must be > 0, got {}", dist.b);
     if (!(dist.a < dist.b) && dist.kind == Distribution::Kind::uniform)
@@ -205,6 +202,13 @@ class Router {
   }
 
  private:
+  // full(), zeros() and ones(): one op::Full; argument errors name the call the user made.
+  Tensor<B> full_as(const char* op, Shape shape, Scalar value, DType dtype, const Device& d) {
+    const auto dev = core_->index_of(d, op);
+    check_creation(op, shape, dtype);
+    return detail::emit(core_, dev,
+                        op::Full{value, TensorRef{core_->new_id(), std::move(shape), dtype}});
+  }
   static void not_creatable(const char* op, DType d) {
     if (d == DType::quantized)
       detail::raise<DTypeError>("dtype",

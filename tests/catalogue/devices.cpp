@@ -20,7 +20,7 @@ TEST_CASE("devices: from_data to cpu:7 of a two-device router", "[devices]") {
 TEST_CASE("devices: zeros on cpu:-1", "[devices]") {
   World w(CATALOGUE_MODES);
   REQUIRE_RAISES(w.r.zeros({2}, DType::f32, CpuDevice{-1}), DeviceError,
-                 "full: device cpu:-1 is not one of this router's devices");
+                 "zeros: device cpu:-1 is not one of this router's devices");
   w.check_intact();
 }
 

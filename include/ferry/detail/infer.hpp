@@ -56,7 +56,7 @@ inline void want_kind(const char* op, DType d, std::initializer_list<Kind> kinds
   not_quantized(op, d);
   for (Kind k : kinds)
     if (kind_of(d) == k) return;
-  raise<DTypeError>("dtype", "{}: needs {} operands, got {}", op, what, d);
+  raise<DTypeError>("dtype", "{}: needs {}, got {}", op, what, d);
 }
 
 /// Output shape of a reduction along `dim` (all dims when empty).
