@@ -2,13 +2,13 @@
 // ops it lacks raise ferry::Unsupported naming the op and the backend; quantized ops still work
 // through QuantizedParts on the host.
 #include <catch2/catch.hpp>
+#include <new>
 
 #include "matchers.hpp"
-
 #include "mini_backend.hpp"
 
-using ferry_test::Says;
 using ferry::DType;
+using ferry_test::Says;
 
 static_assert(ferry::Backend<mini::Backend>);
 static_assert(ferry::Backend<ferry::EigenCpu>);
@@ -51,6 +51,42 @@ TEST_CASE("in async mode a missing kernel surfaces at the read and at sync") {
   REQUIRE_THROWS_MATCHES(r.sync(), ferry::Unsupported, Says("'mul'"));
   r.sync();  // the error was reported once; the device keeps working
   REQUIRE((a + a).to_data().to_vector<float>() == std::vector<float>{2, 4});
+}
+
+// A backend whose memory runs out: its add and its transfers into device 1 throw
+// std::bad_alloc, as an allocator does.
+struct Starved : mini::Backend {
+  mini::Buf add(mini::Buf, mini::Buf) { throw std::bad_alloc(); }
+  mini::Buf float_to_device(mini::Buf b, const mini::Device& d) {
+    if (d.index == 1) throw std::bad_alloc();
+    return mini::Backend::float_to_device(std::move(b), d);
+  }
+};
+static_assert(ferry::Backend<Starved>);
+
+TEST_CASE("std::bad_alloc in a kernel or a transfer becomes OutOfMemory naming op and device") {
+  const auto mode = GENERATE(ferry::Execution::Inline, ferry::Execution::Async);
+  ferry::Router<Starved> r(Starved{}, {.execution = mode});
+  auto a = r.from_vector(std::vector<float>{1, 2}, {2}, mini::Device{0});
+  const auto add_says = Says("add: device mini:0 is out of memory making t");
+  const auto move_says = Says("to_device: device mini:1 is out of memory receiving t");
+  if (mode == ferry::Execution::Inline) {
+    REQUIRE_THROWS_MATCHES(a + a, ferry::OutOfMemory, add_says && Says(":f32[2] (8 bytes)"));
+    REQUIRE_THROWS_MATCHES(a.to(mini::Device{1}), ferry::OutOfMemory,
+                           move_says && Says(":f32[2] (8 bytes) from mini:0"));
+  } else {
+    auto sum = a + a;
+    REQUIRE_THROWS_MATCHES(sum.to_data(), ferry::OpFailed, Says("op 'add'") && add_says);
+    REQUIRE_THROWS_MATCHES(r.sync(), ferry::OutOfMemory, add_says);
+    auto moved = a.to(mini::Device{1});
+    REQUIRE_THROWS_MATCHES(moved.to_data(), ferry::OpFailed, move_says);
+    REQUIRE_THROWS_MATCHES(r.sync(), ferry::OutOfMemory, move_says);
+  }
+  // Nothing was lost: a reads back, and both devices still take tensors.
+  REQUIRE(a.to_data().to_vector<float>() == std::vector<float>{1, 2});
+  auto b = r.from_vector(std::vector<float>{5}, {1}, mini::Device{1});
+  REQUIRE(b.to(mini::Device{0}).to_data().to_vector<float>() == std::vector<float>{5});
+  REQUIRE(r.stats(mini::Device{0}).failed_ops >= 1);
 }
 
 TEST_CASE("quantized ops work on a backend without quantized kernels, through QuantizedParts") {

@@ -114,7 +114,7 @@ class Interpreter {
       } catch (const std::bad_alloc&) {
         detail::raise<OutOfMemory>(
             "memory", "to_device: device {} is out of memory receiving {} ({} bytes) from {}",
-            target, o.out, n, device_);
+            target, as_named(o.out), n, device_);
       }
     }();
     stats_.bytes_out += n;
@@ -500,6 +500,12 @@ class Interpreter {
     }
   }
 
+  // `r` as a message names a tensor: id, dtype and shape, without the access mark.
+  static TensorRef as_named(TensorRef r) {
+    r.access = Access::ReadOnly;
+    return r;
+  }
+
   // An allocation that failed inside op `o` (std::bad_alloc from a kernel or the backend's
   // allocator) becomes OutOfMemory naming the op, the device and the output it was making.
   template <class T>
@@ -516,7 +522,7 @@ class Interpreter {
         size = fmt::format(" ({:.0f} bytes)", static_cast<double>(o.out.shape.numel()) *
                                                   static_cast<double>(dtype_size(o.out.dtype)));
       detail::raise<OutOfMemory>("memory", "{}: device {} is out of memory making {}{}", op,
-                                 device_, o.out, size);
+                                 device_, as_named(o.out), size);
     } else {
       detail::raise<OutOfMemory>("memory", "{}: device {} is out of memory", op, device_);
     }
