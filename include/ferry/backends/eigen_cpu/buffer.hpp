@@ -96,18 +96,9 @@ class MemoryCache {
 
   /// An empty vector whose capacity is at least `n` (recycled when one is cached).
   [[nodiscard]] std::vector<std::byte> take_vector(std::size_t n) {
-    std::vector<std::byte> v;
-    if (n == 0) return v;
-    const std::size_t cls = size_class(n);
-    {
-      std::lock_guard lk(mu_);
-      if (auto it = vectors_.find(cls); it != vectors_.end() && !it->second.empty()) {
-        v = std::move(it->second.back());
-        it->second.pop_back();
-        cached_ -= cls;
-      }
-    }
-    if (v.capacity() < n) v.reserve(cls);
+    if (n == 0) return {};
+    std::vector<std::byte> v = pop_vector(size_class(n));
+    if (v.capacity() < n) v.reserve(size_class(n));
     v.clear();
     return v;
   }
@@ -115,20 +106,11 @@ class MemoryCache {
   /// the bytes it held (only growth past its old size is zero-filled), so a transfer into it
   /// writes each byte once rather than zeroing it first.
   [[nodiscard]] std::vector<std::byte> take_sized_vector(std::size_t n) {
-    std::vector<std::byte> v;
-    if (n == 0) return v;
-    const std::size_t cls = size_class(n);
-    {
-      std::lock_guard lk(mu_);
-      if (auto it = vectors_.find(cls); it != vectors_.end() && !it->second.empty()) {
-        v = std::move(it->second.back());
-        it->second.pop_back();
-        cached_ -= cls;
-      }
-    }
+    if (n == 0) return {};
+    std::vector<std::byte> v = pop_vector(size_class(n));
     if (v.capacity() < n) {
       v.clear();
-      v.reserve(cls);
+      v.reserve(size_class(n));
     }
     v.resize(n);
     return v;
@@ -170,6 +152,16 @@ class MemoryCache {
   static constexpr std::size_t kBlockAlign = 64;
 
  private:
+  // A cached vector of class `cls` as it was given back (its size included), or an empty one.
+  std::vector<std::byte> pop_vector(std::size_t cls) {
+    std::lock_guard lk(mu_);
+    auto it = vectors_.find(cls);
+    if (it == vectors_.end() || it->second.empty()) return {};
+    std::vector<std::byte> v = std::move(it->second.back());
+    it->second.pop_back();
+    cached_ -= cls;
+    return v;
+  }
   mutable std::mutex mu_;
   std::unordered_map<std::size_t, std::vector<std::byte*>> blocks_;
   std::unordered_map<std::size_t, std::vector<std::vector<std::byte>>> vectors_;
