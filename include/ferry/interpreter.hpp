@@ -510,12 +510,7 @@ class Interpreter {
   // allocator) becomes OutOfMemory naming the op, the device and the output it was making.
   template <class T>
   [[noreturn]] void out_of_memory(const T& o) const {
-    const char* op = [&] {
-      if constexpr (requires { o.kind; })
-        return name(o.kind);
-      else
-        return T::name;
-    }();
+    const char* op = op_name(o);
     if constexpr (requires { o.out; }) {
       std::string size;  // as a double: the shape may ask for more bytes than 64 bits hold
       if (o.out.dtype != DType::quantized)

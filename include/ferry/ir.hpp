@@ -314,15 +314,15 @@ static_assert(std::is_same_v<with_monostate<Op>::type,
 }  // namespace detail
 
 /// The op's name as messages and traces show it ("add", "sum", "to_device", ...).
+template <class T>
+[[nodiscard]] const char* op_name(const T& x) noexcept {
+  if constexpr (requires { x.kind; })
+    return name(x.kind);
+  else
+    return T::name;
+}
 [[nodiscard]] inline const char* op_name(const Op& o) noexcept {
-  return std::visit(
-      []<class T>(const T& x) -> const char* {
-        if constexpr (requires { x.kind; })
-          return name(x.kind);
-        else
-          return T::name;
-      },
-      o);
+  return std::visit([](const auto& x) { return op_name(x); }, o);
 }
 
 /// Calls `f(ref)` for each tensor an op reads, in a fixed order.
