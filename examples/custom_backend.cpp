@@ -4,6 +4,7 @@
 // through QuantizedParts on the host; an op it lacks is a clear ferry::Unsupported error.
 #include <fmt/ranges.h>
 
+#include <ferry/eigen.hpp>
 #include <ferry/ferry.hpp>
 #include <ferry/format.hpp>
 #include <memory>

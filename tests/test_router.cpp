@@ -2,16 +2,17 @@
 // devices with byte accounting, stats, the IR as printed, and errors that leave everything
 // else intact.
 #include <catch2/catch.hpp>
-
-#include "matchers.hpp"
+#include <ferry/eigen.hpp>
 #include <ferry/ferry.hpp>
 
-using ferry_test::Says;
+#include "matchers.hpp"
+
 using ferry::CpuDevice;
 using ferry::DType;
 using ferry::EigenCpu;
 using ferry::Execution;
 using ferry::Router;
+using ferry_test::Says;
 
 namespace {
 constexpr CpuDevice d0{0}, d1{1};
@@ -73,9 +74,8 @@ TEST_CASE("the registries return to zero tensors and zero bytes when a scope end
     auto b = matmul(a, a) + a;
     auto c = b.to(d1);
     auto s = sum(c, 0, true);
-    auto q = ferry::quantize_dynamic(a, ferry::quant::Scheme::of(ferry::quant::ValueType::i4)
-                                            .per_block({32})
-                                            .packed_u8());
+    auto q = ferry::quantize_dynamic(
+        a, ferry::quant::Scheme::of(ferry::quant::ValueType::i4).per_block({32}).packed_u8());
     auto q1 = q.to(d1);
     r.sync();
     REQUIRE(r.stats(d0).live_tensors == 3);
@@ -130,9 +130,9 @@ TEST_CASE("TensorData gives typed spans and Eigen views, and checks its byte cou
   REQUIRE(v.vector<std::int32_t>()(1) == 8);
   REQUIRE_THROWS_MATCHES(d.values<double>(), ferry::DTypeError, Says("is f32, not f64"));
   REQUIRE_THROWS_MATCHES(d.vector<float>(), ferry::ShapeError, Says("[2, 3] is not 1-D"));
-  REQUIRE_THROWS_MATCHES(ferry::TensorData(ferry::Shape{2, 2}, DType::f32, std::vector<std::byte>(12)),
-                         ferry::ShapeError,
-                         Says("shape [2, 2] of f32 needs 16 bytes (4 elements x 4 bytes), got 12"));
+  REQUIRE_THROWS_MATCHES(
+      ferry::TensorData(ferry::Shape{2, 2}, DType::f32, std::vector<std::byte>(12)),
+      ferry::ShapeError, Says("shape [2, 2] of f32 needs 16 bytes (4 elements x 4 bytes), got 12"));
 }
 
 TEST_CASE("every op prints as readable IR") {
@@ -141,7 +141,8 @@ TEST_CASE("every op prints as readable IR") {
   TensorRef out(3, Shape{2, 3}, DType::f32);
   CHECK(fmt::format("{}", Op(op::Binary{BinaryKind::add, a, b, out})) ==
         "add(t1:f32[2, 3] rw, t2:f32[3]) -> t3:f32[2, 3]");
-  CHECK(fmt::format("{}", Op(op::Reduce{ReduceKind::sum, b, 0, true, TensorRef(4, Shape{1}, DType::f32)})) ==
+  CHECK(fmt::format("{}", Op(op::Reduce{ReduceKind::sum, b, 0, true,
+                                        TensorRef(4, Shape{1}, DType::f32)})) ==
         "sum(t2:f32[3], dim 0, keepdim) -> t4:f32[1]");
   CHECK(fmt::format("{}", Op(op::ToDevice{b, 0, 1, TensorRef(5, Shape{3}, DType::f32)})) ==
         "to_device(t2:f32[3], dev 0 -> dev 1) -> t5:f32[3]");
@@ -161,15 +162,17 @@ TEST_CASE("bad input throws a typed error and leaves the router and other tensor
 
   REQUIRE_THROWS_MATCHES(a + r.zeros({4}, DType::f32, d0), ferry::ShapeError,
                          Says("add: shapes [2, 3] and [4] cannot be broadcast"));
-  REQUIRE_THROWS_MATCHES(a + i, ferry::DTypeError, Says("add: operand dtypes differ (f32 and i32)"));
+  REQUIRE_THROWS_MATCHES(a + i, ferry::DTypeError,
+                         Says("add: operand dtypes differ (f32 and i32)"));
   REQUIRE_THROWS_MATCHES(sum(a, 2), ferry::IndexError,
                          Says("sum: axis 2 is out of range for shape [2, 3] (rank 2)"));
   REQUIRE_THROWS_MATCHES(a + far, ferry::DeviceError,
                          Says("add: operands are on different devices (cpu:0 and cpu:1)"));
   REQUIRE_THROWS_MATCHES(a.to(CpuDevice{7}), ferry::DeviceError,
                          Says("device cpu:7 is not one of this router's devices [cpu:0, cpu:1]"));
-  REQUIRE_THROWS_MATCHES(r.from_data(ferry::TensorData(ferry::Shape{3}, DType::f32, std::vector<std::byte>(8)), d0),
-                         ferry::ShapeError, Says("needs 12 bytes"));
+  REQUIRE_THROWS_MATCHES(
+      r.from_data(ferry::TensorData(ferry::Shape{3}, DType::f32, std::vector<std::byte>(8)), d0),
+      ferry::ShapeError, Says("needs 12 bytes"));
   auto gone = r.ones({2}, DType::f32, d0);
   auto taken = std::move(gone);
   REQUIRE_THROWS_MATCHES(gone + taken, ferry::HandleError,  // NOLINT(bugprone-use-after-move)

@@ -2,9 +2,8 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
-#include <Eigen/Core>
 #include <cstddef>
 #include <cstring>
 #include <span>
@@ -16,12 +15,18 @@
 
 namespace ferry {
 
+namespace detail {
+/// What TensorData::vector() and matrix() return; defined in ferry/eigen.hpp.
+template <class T>
+struct EigenViews;
+}  // namespace detail
+
 /// @brief The host-side contents of a plain tensor: what `from_data` takes and a read returns.
 ///
 /// @code
 ///   auto d = ferry::TensorData::from(std::vector<float>{1, 2, 3, 4}, {2, 2});
 ///   float x = d.values<float>()[3];            // 4
-///   auto m = d.matrix<float>();                 // Eigen::Map, row-major 2x2
+///   auto m = d.matrix<float>();                 // Eigen::Map, row-major 2x2 (ferry/eigen.hpp)
 /// @endcode
 /// The byte count must equal numel * dtype_size: the constructor checks it, so a TensorData
 /// that exists is always consistent.
@@ -94,24 +99,30 @@ class TensorData {
     return out;
   }
 
-  template <class T>
-  using RowMajor = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  /// The row-major Eigen matrix of T that matrix() views (needs `#include <ferry/eigen.hpp>`).
+  template <class T, class V = detail::EigenViews<T>>
+  using RowMajor = typename V::Matrix;
 
-  /// Eigen view of a 1-D tensor (a column vector).
-  template <class T>
-  [[nodiscard]] Eigen::Map<const Eigen::Matrix<T, Eigen::Dynamic, 1>> vector() const {
+  /// Eigen view of a 1-D tensor (a column vector). Needs `#include <ferry/eigen.hpp>`, so that
+  /// a file which does not look at data through Eigen never parses Eigen's headers.
+  template <class T, class V = detail::EigenViews<T>>
+  [[nodiscard]] auto vector() const {
+    static_assert(
+        requires { sizeof(V); }, "TensorData::vector(): #include <ferry/eigen.hpp>");
     check<T>("vector");
     if (shape_.rank() != 1)
       detail::raise<ShapeError>("data", "vector(): shape {} is not 1-D", shape_);
-    return {reinterpret_cast<const T*>(bytes_.data()), shape_[0]};
+    return V::vector(reinterpret_cast<const T*>(bytes_.data()), shape_[0]);
   }
-  /// Eigen view of a 2-D tensor, row-major as stored.
-  template <class T>
-  [[nodiscard]] Eigen::Map<const RowMajor<T>> matrix() const {
+  /// Eigen view of a 2-D tensor, row-major as stored (needs `#include <ferry/eigen.hpp>`).
+  template <class T, class V = detail::EigenViews<T>>
+  [[nodiscard]] auto matrix() const {
+    static_assert(
+        requires { sizeof(V); }, "TensorData::matrix(): #include <ferry/eigen.hpp>");
     check<T>("matrix");
     if (shape_.rank() != 2)
       detail::raise<ShapeError>("data", "matrix(): shape {} is not 2-D", shape_);
-    return {reinterpret_cast<const T*>(bytes_.data()), shape_[0], shape_[1]};
+    return V::matrix(reinterpret_cast<const T*>(bytes_.data()), shape_[0], shape_[1]);
   }
 
   friend bool operator==(const TensorData&, const TensorData&) = default;

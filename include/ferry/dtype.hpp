@@ -2,7 +2,7 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <cstddef>
 #include <cstdint>
@@ -11,6 +11,7 @@
 #include <type_traits>
 #include <variant>
 
+#include "ferry/detail/text.hpp"
 #include "ferry/error.hpp"
 
 namespace ferry {
@@ -162,23 +163,23 @@ inline std::ostream& operator<<(std::ostream& os, Kind k) { return os << to_stri
 }  // namespace ferry
 
 template <>
-struct fmt::formatter<ferry::DType> : fmt::formatter<std::string_view> {
+struct fmt::formatter<ferry::DType> : ferry::detail::TextFormatter {
   template <class Ctx>
   auto format(ferry::DType d, Ctx& ctx) const {
-    return fmt::formatter<std::string_view>::format(ferry::to_string(d), ctx);
+    return write(ferry::to_string(d), ctx);
   }
 };
 template <>
-struct fmt::formatter<ferry::Kind> : fmt::formatter<std::string_view> {
+struct fmt::formatter<ferry::Kind> : ferry::detail::TextFormatter {
   template <class Ctx>
   auto format(ferry::Kind k, Ctx& ctx) const {
-    return fmt::formatter<std::string_view>::format(ferry::to_string(k), ctx);
+    return write(ferry::to_string(k), ctx);
   }
 };
 template <>
-struct fmt::formatter<ferry::Scalar> : fmt::formatter<std::string_view> {
+struct fmt::formatter<ferry::Scalar> : ferry::detail::TextFormatter {
   template <class Ctx>
   auto format(const ferry::Scalar& s, Ctx& ctx) const {
-    return std::visit([&](auto v) { return fmt::format_to(ctx.out(), "{}", v); }, s.value());
+    return write(std::visit([](auto v) { return fmt::format("{}", v); }, s.value()), ctx);
   }
 };

@@ -2,11 +2,13 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <stdexcept>
 #include <string>
 #include <utility>
+
+#include "ferry/config.hpp"
 
 namespace ferry {
 
@@ -64,11 +66,36 @@ class OpFailed : public Error {
 
 namespace detail {
 
-/// Throws `E` with the message `[ferry.<id>] <formatted text>`.
+/// `[ferry.<id>] <text>`, the text formatted by fmt at run time from type-erased arguments.
+/// Out of line, so that each raise() site costs its arguments' formatters and no copy of fmt's
+/// formatting engine (libfmt has it compiled).
+[[nodiscard]] FERRY_FUNC std::string error_message(const char* id, fmt::string_view f,
+                                                   fmt::format_args args);
+
+/// The values of `r` as text joined by `sep`, for messages: each with fmt::format, which runs
+/// libfmt's compiled engine, where fmt::join would instantiate it again in every file.
+template <class R>
+[[nodiscard]] std::string joined(const R& r, const char* sep = ", ") {
+  std::string s;
+  bool first = true;
+  for (const auto& x : r) {
+    if (!first) s += sep;
+    first = false;
+    s += fmt::format("{}", x);
+  }
+  return s;
+}
+
+/// Throws `E` with the message `[ferry.<id>] <formatted text>`. The format string is checked
+/// against the arguments at compile time.
 template <class E, class... Args>
 [[noreturn]] void raise(const char* id, fmt::format_string<Args...> f, Args&&... args) {
-  throw E(fmt::format("[ferry.{}] {}", id, fmt::format(f, std::forward<Args>(args)...)));
+  throw E(error_message(id, f, fmt::make_format_args(args...)));
 }
 
 }  // namespace detail
 }  // namespace ferry
+
+#ifdef FERRY_HEADER_ONLY
+#  include "ferry/impl/error.hpp"
+#endif

@@ -1,9 +1,14 @@
 // Ferry: the umbrella header — everything a user needs, with the EigenCpu reference backend.
+// It includes no Eigen header and no kernel: those are compiled once in `ferry::ferry` (or,
+// with FERRY_HEADER_ONLY, included by backends/eigen_cpu.hpp). Eigen views of data:
+// ferry/eigen.hpp.
 // SPDX-License-Identifier: MIT
 #pragma once
 
 #include "ferry/backend.hpp"
 #include "ferry/backends/eigen_cpu.hpp"
+#include "ferry/backends/eigen_cpu/instances.hpp"
+#include "ferry/config.hpp"
 #include "ferry/data.hpp"
 #include "ferry/dtype.hpp"
 #include "ferry/error.hpp"

@@ -2,7 +2,7 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <cstdint>
 #include <future>
@@ -88,7 +88,7 @@ class Interpreter {
   [[nodiscard]] const DeviceStats& stats() const noexcept { return stats_; }
 
   /// Runs one op. Throws what the op throws; the registry stays consistent either way.
-  /// (Defined below the class, not inline, so FERRY_EXTERN_INTERPRETER can keep the kernels it
+  /// (Defined below the class, not inline, so FERRY_EXTERN_BACKEND can keep the kernels it
   /// reaches out of a translation unit.)
   void execute(Op& o);
   /// The same for one op type: what inline mode calls, with no Op variant built.
@@ -551,19 +551,3 @@ FERRY_OP_TYPES(FERRY_DETAIL_EXECUTE)
 #undef FERRY_DETAIL_EXECUTE
 
 }  // namespace ferry
-
-/// Build time. Every translation unit that runs ops on backend B compiles
-/// Interpreter<B>::execute, which reaches every kernel of B (for EigenCpu, each op for each
-/// dtype, Eigen's GEMM included: about a minute per unit at -O2). To compile them once, put
-/// FERRY_EXTERN_INTERPRETER(B); in a header those units include and
-/// FERRY_INSTANTIATE_INTERPRETER(B); in one .cpp file of the same program (after that header):
-///
-/// @code
-///   // my_ferry.hpp                              // my_ferry.cpp
-///   #include <ferry/ferry.hpp>                   #include "my_ferry.hpp"
-///   FERRY_EXTERN_INTERPRETER(ferry::EigenCpu);   FERRY_INSTANTIATE_INTERPRETER(ferry::EigenCpu);
-/// @endcode
-///
-/// Optional: without them every unit compiles its own copy and the linker keeps one.
-#define FERRY_EXTERN_INTERPRETER(...) extern template class ::ferry::Interpreter<__VA_ARGS__>
-#define FERRY_INSTANTIATE_INTERPRETER(...) template class ::ferry::Interpreter<__VA_ARGS__>

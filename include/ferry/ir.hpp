@@ -2,8 +2,7 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
-#include <fmt/format.h>
-#include <fmt/ranges.h>
+#include <fmt/core.h>
 
 #include <cstdint>
 #include <memory>
@@ -13,7 +12,9 @@
 #include <variant>
 #include <vector>
 
+#include "ferry/config.hpp"
 #include "ferry/data.hpp"
+#include "ferry/detail/text.hpp"
 #include "ferry/dtype.hpp"
 #include "ferry/params.hpp"
 #include "ferry/quant/parts.hpp"
@@ -321,9 +322,7 @@ template <class T>
   else
     return T::name;
 }
-[[nodiscard]] inline const char* op_name(const Op& o) noexcept {
-  return std::visit([](const auto& x) { return op_name(x); }, o);
-}
+[[nodiscard]] const char* op_name(const Op& o) noexcept;
 
 /// Calls `f(ref)` for each tensor an op reads, in a fixed order.
 template <class T, class F>
@@ -342,98 +341,39 @@ void for_each_input(const T& x, F&& f) {
     for (const auto& r : x.ins) f(r);
 }
 /// Refs of the tensors an op reads, for traces, stats and failure marking.
-[[nodiscard]] inline std::vector<const TensorRef*> op_inputs(const Op& o) {
-  std::vector<const TensorRef*> v;
-  std::visit(
-      [&](const auto& x) { for_each_input(x, [&](const TensorRef& r) { v.push_back(&r); }); }, o);
-  return v;
-}
-[[nodiscard]] inline const TensorRef* op_output(const Op& o) noexcept {
-  return std::visit(
-      [](const auto& x) -> const TensorRef* {
-        if constexpr (requires { x.out; })
-          return &x.out;
-        else
-          return nullptr;
-      },
-      o);
-}
+[[nodiscard]] std::vector<const TensorRef*> op_inputs(const Op& o);
+/// The ref of the tensor an op makes, or null (read, drop).
+[[nodiscard]] const TensorRef* op_output(const Op& o) noexcept;
+
+namespace detail {
+/// What `fmt::format("{}", op)` prints: `name(inputs, params) -> out`.
+[[nodiscard]] std::string op_string(const Op& o);
+}  // namespace detail
 
 }  // namespace ferry
 
 template <>
-struct fmt::formatter<ferry::TensorRef> : fmt::formatter<std::string_view> {
+struct fmt::formatter<ferry::TensorRef> : ferry::detail::TextFormatter {
   template <class Ctx>
   auto format(const ferry::TensorRef& r, Ctx& ctx) const {
-    auto it = r.scheme ? fmt::format_to(ctx.out(), "t{}:q<{}>{}", r.id, *r.scheme, r.shape)
-                       : fmt::format_to(ctx.out(), "t{}:{}{}", r.id, r.dtype, r.shape);
-    return r.access == ferry::Access::ReadWrite ? fmt::format_to(it, " rw") : it;
+    std::string s = r.scheme ? fmt::format("t{}:q<{}>{}", r.id, *r.scheme, r.shape)
+                             : fmt::format("t{}:{}{}", r.id, r.dtype, r.shape);
+    if (r.access == ferry::Access::ReadWrite) s += " rw";
+    return write(s, ctx);
   }
 };
 
 /// Prints an op as `name(inputs, params) -> out`, e.g. `add(t1:f32[2, 3] rw, t2:f32[3]) ->
-/// t3:f32[2, 3]`.
+/// t3:f32[2, 3]` (detail::op_string, compiled once: the Op variant has an alternative per op).
 template <>
-struct fmt::formatter<ferry::Op> : fmt::formatter<std::string_view> {
+struct fmt::formatter<ferry::Op> : ferry::detail::TextFormatter {
   template <class Ctx>
   auto format(const ferry::Op& o, Ctx& ctx) const {
-    auto it = fmt::format_to(ctx.out(), "{}(", ferry::op_name(o));
-    bool first = true;
-    for (const auto* r : ferry::op_inputs(o)) {
-      it = fmt::format_to(it, "{}{}", first ? "" : ", ", *r);
-      first = false;
-    }
-    std::visit(
-        [&](const auto& x) {
-          auto sep = [&] {
-            const char* s = first ? "" : ", ";
-            first = false;
-            return s;
-          };
-          if constexpr (requires { x.value.value(); })
-            it = fmt::format_to(it, "{}{}", sep(), x.value);
-          if constexpr (requires { x.rhs.value(); }) it = fmt::format_to(it, "{}{}", sep(), x.rhs);
-          if constexpr (requires { x.lo; }) it = fmt::format_to(it, "{}{}, {}", sep(), x.lo, x.hi);
-          if constexpr (requires { x.start; })
-            it = fmt::format_to(it, "{}{}, step {}", sep(), x.start, x.step);
-          if constexpr (requires { x.dist; })
-            it = fmt::format_to(it, "{}{}, seed {}", sep(), x.dist, x.seed);
-          if constexpr (requires { x.keepdim; }) {
-            if (x.dim) it = fmt::format_to(it, "{}dim {}", sep(), *x.dim);
-            if (x.keepdim) it = fmt::format_to(it, "{}keepdim", sep());
-          }
-          if constexpr (requires { x.perm; })
-            it = fmt::format_to(it, "{}perm [{}]", sep(), fmt::join(x.perm, ", "));
-          if constexpr (requires { x.axes; })
-            it = fmt::format_to(it, "{}axes [{}]", sep(), fmt::join(x.axes, ", "));
-          if constexpr (requires { x.times; })
-            it = fmt::format_to(it, "{}times [{}]", sep(), fmt::join(x.times, ", "));
-          if constexpr (requires { x.ranges; }) {
-            it = fmt::format_to(it, "{}[", sep());
-            bool f2 = true;
-            for (const auto& r : x.ranges) {
-              if constexpr (requires { r.first; })
-                it = fmt::format_to(it, "{}{}:{}", f2 ? "" : ", ", r.first, r.second);
-              else
-                it = fmt::format_to(it, "{}{}", f2 ? "" : ", ", r);
-              f2 = false;
-            }
-            it = fmt::format_to(it, "]");
-          }
-          if constexpr (
-              requires { x.dim; } && !requires { x.keepdim; })
-            it = fmt::format_to(it, "{}dim {}", sep(), x.dim);
-          if constexpr (requires { x.scheme; }) it = fmt::format_to(it, "{}{}", sep(), x.scheme);
-          if constexpr (requires { x.from; })
-            it = fmt::format_to(it, "{}dev {} -> dev {}", sep(), x.from, x.to);
-          if constexpr (requires { x.data.shape(); })
-            it = fmt::format_to(it, "{}{}{}", sep(), x.data.dtype(), x.data.shape());
-          if constexpr (requires { x.parts.scheme; })
-            it = fmt::format_to(it, "{}{}", sep(), x.parts.scheme);
-        },
-        o);
-    it = fmt::format_to(it, ")");
-    if (const auto* out = ferry::op_output(o)) it = fmt::format_to(it, " -> {}", *out);
-    return it;
+    const std::string s = ferry::detail::op_string(o);
+    return write(s, ctx);
   }
 };
+
+#ifdef FERRY_HEADER_ONLY
+#  include "ferry/impl/ir.hpp"
+#endif

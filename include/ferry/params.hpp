@@ -2,9 +2,11 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <cstdint>
+
+#include "ferry/detail/text.hpp"
 
 namespace ferry {
 
@@ -39,19 +41,21 @@ struct Distribution {
 }  // namespace ferry
 
 template <>
-struct fmt::formatter<ferry::Range> : fmt::formatter<std::string_view> {
+struct fmt::formatter<ferry::Range> : ferry::detail::TextFormatter {
   template <class Ctx>
   auto format(const ferry::Range& r, Ctx& ctx) const {
-    if (r.step == 1) return fmt::format_to(ctx.out(), "{}:{}", r.start, r.end);
-    return fmt::format_to(ctx.out(), "{}:{}:{}", r.start, r.end, r.step);
+    return write(r.step == 1 ? fmt::format("{}:{}", r.start, r.end)
+                             : fmt::format("{}:{}:{}", r.start, r.end, r.step),
+                 ctx);
   }
 };
 template <>
-struct fmt::formatter<ferry::Distribution> : fmt::formatter<std::string_view> {
+struct fmt::formatter<ferry::Distribution> : ferry::detail::TextFormatter {
   template <class Ctx>
   auto format(const ferry::Distribution& d, Ctx& ctx) const {
-    return d.kind == ferry::Distribution::Kind::uniform
-               ? fmt::format_to(ctx.out(), "uniform({}, {})", d.a, d.b)
-               : fmt::format_to(ctx.out(), "normal({}, {})", d.a, d.b);
+    return write(d.kind == ferry::Distribution::Kind::uniform
+                     ? fmt::format("uniform({}, {})", d.a, d.b)
+                     : fmt::format("normal({}, {})", d.a, d.b),
+                 ctx);
   }
 };

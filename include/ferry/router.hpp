@@ -226,3 +226,32 @@ class Router {
 };
 
 }  // namespace ferry
+
+/// Build time. Every translation unit that runs ops on backend B compiles B's runtime (its
+/// Interpreter, whose execute() reaches every kernel of B, its Client and RouterCore) unless
+/// told that it is compiled elsewhere. For EigenCpu, `ferry::ferry` does this for you
+/// (ferry/backends/eigen_cpu/instances.hpp). For your own backend, put FERRY_EXTERN_BACKEND(B);
+/// in a header the users of B include and FERRY_INSTANTIATE_BACKEND(B); in one .cpp file
+/// (after that header); docs/build.md shows the CMake side:
+///
+/// @code
+///   // my_backend.hpp                             // my_backend.cpp
+///   #include <ferry/ferry.hpp>                    #include "my_backend.hpp"
+///   struct MyBackend { ... };                     FERRY_INSTANTIATE_BACKEND(MyBackend);
+///   FERRY_EXTERN_BACKEND(MyBackend);
+/// @endcode
+///
+/// Optional: without them every unit compiles its own copy and the linker keeps one.
+///
+/// FERRY_EXTERN_BACKEND names only RouterCore<B>: a router reaches its Clients and their
+/// Interpreters through RouterCore's out-of-line members alone, so a user file never
+/// instantiates them (not even their class definitions) unless it asks for an interpreter
+/// (Router::with_interpreter), which then works as usual.
+#define FERRY_EXTERN_BACKEND(...) extern template class ::ferry::detail::RouterCore<__VA_ARGS__>
+#define FERRY_INSTANTIATE_BACKEND(...)                 \
+  template class ::ferry::Interpreter<__VA_ARGS__>;    \
+  template class ::ferry::detail::Client<__VA_ARGS__>; \
+  template class ::ferry::detail::RouterCore<__VA_ARGS__>
+/// The names of Ferry 0.1, kept: the same as FERRY_EXTERN_BACKEND / FERRY_INSTANTIATE_BACKEND.
+#define FERRY_EXTERN_INTERPRETER(...) FERRY_EXTERN_BACKEND(__VA_ARGS__)
+#define FERRY_INSTANTIATE_INTERPRETER(...) FERRY_INSTANTIATE_BACKEND(__VA_ARGS__)

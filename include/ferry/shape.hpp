@@ -2,8 +2,7 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
-#include <fmt/format.h>
-#include <fmt/ranges.h>
+#include <fmt/core.h>
 
 #include <algorithm>
 #include <array>
@@ -15,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "ferry/detail/text.hpp"
 #include "ferry/error.hpp"
 
 namespace ferry {
@@ -86,7 +86,7 @@ class Shape {
     const std::int64_t n = a < 0 ? a + r : a;
     if (n < 0 || n >= r)
       detail::raise<IndexError>("axis", "{}: axis {} is out of range for shape [{}] (rank {})", op,
-                                a, fmt::join(dims(), ", "), r);
+                                a, ::ferry::detail::joined(dims()), r);
     return static_cast<std::size_t>(n);
   }
 
@@ -114,16 +114,23 @@ class Shape {
   std::size_t n_ = 0;
 };
 
+namespace detail {
+/// `[2, 3]`: how shapes print.
+[[nodiscard]] inline std::string shape_string(std::span<const std::int64_t> dims) {
+  return "[" + joined(dims) + "]";
+}
+}  // namespace detail
+
 inline std::ostream& operator<<(std::ostream& os, const Shape& s) {
-  return os << fmt::format("[{}]", fmt::join(s.dims(), ", "));
+  return os << fmt::format("[{}]", ::ferry::detail::joined(s.dims()));
 }
 
 }  // namespace ferry
 
 template <>
-struct fmt::formatter<ferry::Shape> : fmt::formatter<std::string_view> {
+struct fmt::formatter<ferry::Shape> : ferry::detail::TextFormatter {
   template <class Ctx>
   auto format(const ferry::Shape& s, Ctx& ctx) const {
-    return fmt::format_to(ctx.out(), "[{}]", fmt::join(s.dims(), ", "));
+    return write(ferry::detail::shape_string(s.dims()), ctx);
   }
 };

@@ -1,11 +1,11 @@
 // Ferry: EigenCpu, the reference backend: vectorised Eigen kernels on host memory, split
-// into N logical devices with their own memory accounting.
+// into N logical devices with their own memory accounting. This header declares it; the kernels
+// are defined per op family in eigen_cpu/impl/ (compiled once, or inline with FERRY_HEADER_ONLY).
 // SPDX-License-Identifier: MIT
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
 #include <memory>
 #include <optional>
 #include <span>
@@ -14,16 +14,14 @@
 #include <vector>
 
 #include "ferry/backends/eigen_cpu/buffer.hpp"
-#include "ferry/backends/eigen_cpu/creation.hpp"
-#include "ferry/backends/eigen_cpu/elementwise.hpp"
-#include "ferry/backends/eigen_cpu/layout.hpp"
-#include "ferry/backends/eigen_cpu/matmul.hpp"
-#include "ferry/backends/eigen_cpu/quantized.hpp"
-#include "ferry/backends/eigen_cpu/reduce.hpp"
+#include "ferry/backends/eigen_cpu/qtensor.hpp"
+#include "ferry/config.hpp"
 #include "ferry/data.hpp"
 #include "ferry/dtype.hpp"
 #include "ferry/error.hpp"
 #include "ferry/params.hpp"
+#include "ferry/quant/parts.hpp"
+#include "ferry/quant/scheme.hpp"
 #include "ferry/shape.hpp"
 
 namespace ferry {
@@ -59,10 +57,11 @@ namespace ferry {
 /// saturate out-of-range values. Scalar operands of arithmetic ops must be exact in an integer
 /// tensor's dtype (ValueError otherwise); comparisons with scalars are exact.
 ///
-/// **Compile time.** EigenCpu is `BasicEigenCpu<>`: being a class template, only the kernels a
-/// translation unit calls are instantiated, so including this header costs little.
-template <class Unused = void>
-class BasicEigenCpu {
+/// **Compile time.** This header declares the kernels and includes no Eigen header. Their
+/// definitions, one file per op family under `eigen_cpu/impl/`, are compiled once into the
+/// `ferry::ferry` library (`src/eigen_cpu/`); with `FERRY_HEADER_ONLY` (the `ferry::header-only`
+/// target) this header includes them instead, inline. See docs/build.md.
+class EigenCpu {
  public:
   using Device = CpuDevice;
   using FloatHandle = CpuTensor;
@@ -80,7 +79,7 @@ class BasicEigenCpu {
   /// of up to `cache_bytes` of freed buffers (0: every free goes straight back to the system).
   /// The cache is what lets a loop of quantize / move / dequantize calls reuse warm memory
   /// instead of page-faulting fresh pages on every call.
-  explicit BasicEigenCpu(int num_devices = 1, std::size_t cache_bytes = default_cache_bytes)
+  explicit EigenCpu(int num_devices = 1, std::size_t cache_bytes = default_cache_bytes)
       : acc_(make_accounts(num_devices, cache_bytes)) {}
 
   [[nodiscard]] std::vector<CpuDevice> devices() const {
@@ -108,246 +107,114 @@ class BasicEigenCpu {
     for (int i = 0; i < acc_->size(); ++i) (*acc_)[i].cache.release();
   }
   [[nodiscard]] std::size_t nbytes(const CpuTensor& t) const noexcept { return t.nbytes(); }
-
-  // ---- data in / out, transfers ---------------------------------------------------------------
-  CpuTensor float_from_data(TensorData d, const CpuDevice& dev) const {
-    return from_data(std::move(d), dev, Kind::Float, "float_from_data");
-  }
-  CpuTensor int_from_data(TensorData d, const CpuDevice& dev) const {
-    return from_data(std::move(d), dev, Kind::Int, "int_from_data");
-  }
-  CpuTensor bool_from_data(TensorData d, const CpuDevice& dev) const {
-    return from_data(std::move(d), dev, Kind::Bool, "bool_from_data");
-  }
-  TensorData float_into_data(CpuTensor t) const {
-    return into_data(std::move(t), Kind::Float, "float_into_data");
-  }
-  TensorData int_into_data(CpuTensor t) const {
-    return into_data(std::move(t), Kind::Int, "int_into_data");
-  }
-  TensorData bool_into_data(CpuTensor t) const {
-    return into_data(std::move(t), Kind::Bool, "bool_into_data");
-  }
-  CpuTensor float_to_device(CpuTensor t, const CpuDevice& dev) const {
-    return to_device(std::move(t), dev, Kind::Float, "float_to_device");
-  }
-  CpuTensor int_to_device(CpuTensor t, const CpuDevice& dev) const {
-    return to_device(std::move(t), dev, Kind::Int, "int_to_device");
-  }
-  CpuTensor bool_to_device(CpuTensor t, const CpuDevice& dev) const {
-    return to_device(std::move(t), dev, Kind::Bool, "bool_to_device");
-  }
-
-  // ---- creation -------------------------------------------------------------------------------
-  CpuTensor float_full(const Shape& s, DType dt, Scalar v, const CpuDevice& dev) const {
-    return detail::cpu::full(acc_, s, dt, v, dev.index, Kind::Float, "float_full");
-  }
-  CpuTensor int_full(const Shape& s, DType dt, Scalar v, const CpuDevice& dev) const {
-    return detail::cpu::full(acc_, s, dt, v, dev.index, Kind::Int, "int_full");
-  }
-  CpuTensor bool_full(const Shape& s, DType dt, Scalar v, const CpuDevice& dev) const {
-    return detail::cpu::full(acc_, s, dt, v, dev.index, Kind::Bool, "bool_full");
-  }
-  CpuTensor bool_full(const Shape& s, Scalar v, const CpuDevice& dev) const {
-    return bool_full(s, DType::boolean, v, dev);
-  }
-  CpuTensor float_arange(Scalar start, Scalar step, std::int64_t n, DType dt,
-                         const CpuDevice& dev) const {
-    return detail::cpu::arange(acc_, start, step, n, dt, dev.index, Kind::Float, "float_arange");
-  }
-  CpuTensor int_arange(Scalar start, Scalar step, std::int64_t n, DType dt,
-                       const CpuDevice& dev) const {
-    return detail::cpu::arange(acc_, start, step, n, dt, dev.index, Kind::Int, "int_arange");
-  }
-  CpuTensor float_random(const Shape& s, DType dt, Distribution dist, std::uint64_t seed,
-                         const CpuDevice& dev) const {
-    return detail::cpu::random(acc_, s, dt, dist, seed, dev.index);
-  }
-
-  // ---- elementwise (numpy broadcasting; operands of one dtype) ---------------------------------
-#define FERRY_CPU_BINARY(fn, op)                                                          \
-  CpuTensor fn(CpuTensor a, CpuTensor b) const {                                          \
-    return detail::cpu::binary<detail::cpu::BinOp::op>(acc_, std::move(a), std::move(b)); \
-  }                                                                                       \
-  CpuTensor fn##_scalar(CpuTensor a, Scalar s) const {                                    \
-    return detail::cpu::binary_scalar<detail::cpu::BinOp::op>(acc_, std::move(a), s);     \
-  }
-  FERRY_CPU_BINARY(add, add)
-  FERRY_CPU_BINARY(sub, sub)
-  FERRY_CPU_BINARY(mul, mul)
-  FERRY_CPU_BINARY(div, div)
-  FERRY_CPU_BINARY(pow, pow)
-  FERRY_CPU_BINARY(maximum, maximum)
-  FERRY_CPU_BINARY(minimum, minimum)
-  FERRY_CPU_BINARY(remainder, remainder)
-#undef FERRY_CPU_BINARY
-
-#define FERRY_CPU_COMPARE(fn, op)                                                          \
-  CpuTensor fn(CpuTensor a, CpuTensor b) const {                                           \
-    return detail::cpu::compare<detail::cpu::CmpOp::op>(acc_, std::move(a), std::move(b)); \
-  }                                                                                        \
-  CpuTensor fn##_scalar(CpuTensor a, Scalar s) const {                                     \
-    return detail::cpu::compare_scalar<detail::cpu::CmpOp::op>(acc_, std::move(a), s);     \
-  }
-  FERRY_CPU_COMPARE(equal, eq)
-  FERRY_CPU_COMPARE(not_equal, ne)
-  FERRY_CPU_COMPARE(greater, gt)
-  FERRY_CPU_COMPARE(greater_equal, ge)
-  FERRY_CPU_COMPARE(less, lt)
-  FERRY_CPU_COMPARE(less_equal, le)
-#undef FERRY_CPU_COMPARE
-
-  CpuTensor logical_and(CpuTensor a, CpuTensor b) const {
-    return detail::cpu::binary<detail::cpu::BinOp::logical_and>(acc_, std::move(a), std::move(b));
-  }
-  CpuTensor logical_or(CpuTensor a, CpuTensor b) const {
-    return detail::cpu::binary<detail::cpu::BinOp::logical_or>(acc_, std::move(a), std::move(b));
-  }
-
-#define FERRY_CPU_UNARY(fn)                                               \
-  CpuTensor fn(CpuTensor a) const {                                       \
-    return detail::cpu::unary<detail::cpu::UnOp::fn>(acc_, std::move(a)); \
-  }
-  FERRY_CPU_UNARY(logical_not)
-  FERRY_CPU_UNARY(neg)
-  FERRY_CPU_UNARY(abs)
-  FERRY_CPU_UNARY(relu)
-  FERRY_CPU_UNARY(exp)
-  FERRY_CPU_UNARY(log)
-  FERRY_CPU_UNARY(sqrt)
-  FERRY_CPU_UNARY(sin)
-  FERRY_CPU_UNARY(cos)
-  FERRY_CPU_UNARY(tanh)
-  FERRY_CPU_UNARY(sigmoid)
-  FERRY_CPU_UNARY(gelu)
-#undef FERRY_CPU_UNARY
-
-  CpuTensor clamp(CpuTensor a, Scalar lo, Scalar hi) const {
-    return detail::cpu::clamp(acc_, std::move(a), lo, hi);
-  }
-  CpuTensor where(CpuTensor mask, CpuTensor a, CpuTensor b) const {
-    return detail::cpu::where(acc_, std::move(mask), std::move(a), std::move(b));
-  }
-
-  // ---- casts ----------------------------------------------------------------------------------
-  CpuTensor to_float(CpuTensor a, DType to) const {
-    if (kind_of(to) != Kind::Float)
-      detail::raise<DTypeError>("cpu.dtype", "to_float: {} is not a float dtype", to);
-    return detail::cpu::cast(acc_, std::move(a), to, "to_float");
-  }
-  CpuTensor to_int(CpuTensor a, DType to) const {
-    if (kind_of(to) != Kind::Int)
-      detail::raise<DTypeError>("cpu.dtype", "to_int: {} is not an int dtype", to);
-    return detail::cpu::cast(acc_, std::move(a), to, "to_int");
-  }
-  CpuTensor to_bool(CpuTensor a) const {
-    return detail::cpu::cast(acc_, std::move(a), DType::boolean, "to_bool");
-  }
-
-  // ---- reductions -----------------------------------------------------------------------------
-#define FERRY_CPU_REDUCE(fn)                                                              \
-  CpuTensor fn(CpuTensor a, std::optional<std::size_t> dim, bool keepdim) const {         \
-    return detail::cpu::reduce<detail::cpu::RedOp::fn>(acc_, std::move(a), dim, keepdim); \
-  }
-  FERRY_CPU_REDUCE(sum)
-  FERRY_CPU_REDUCE(prod)
-  FERRY_CPU_REDUCE(mean)
-  FERRY_CPU_REDUCE(max)
-  FERRY_CPU_REDUCE(min)
-#undef FERRY_CPU_REDUCE
-  CpuTensor argmax(CpuTensor a, std::optional<std::size_t> dim, bool keepdim) const {
-    return detail::cpu::arg_reduce<true>(acc_, std::move(a), dim, keepdim);
-  }
-  CpuTensor argmin(CpuTensor a, std::optional<std::size_t> dim, bool keepdim) const {
-    return detail::cpu::arg_reduce<false>(acc_, std::move(a), dim, keepdim);
-  }
-
-  CpuTensor matmul(CpuTensor a, CpuTensor b) const {
-    return detail::cpu::matmul(acc_, std::move(a), std::move(b));
-  }
-
-  // ---- layout ---------------------------------------------------------------------------------
-  CpuTensor reshape(CpuTensor a, const Shape& s) const {
-    return detail::cpu::reshape(acc_, std::move(a), s);
-  }
-  CpuTensor permute(CpuTensor a, std::span<const std::size_t> perm) const {
-    return detail::cpu::permute(acc_, std::move(a), perm);
-  }
-  CpuTensor flip(CpuTensor a, std::span<const std::size_t> axes) const {
-    return detail::cpu::flip(acc_, std::move(a), axes);
-  }
-  CpuTensor expand(CpuTensor a, const Shape& s) const {
-    return detail::cpu::expand(acc_, std::move(a), s);
-  }
-  CpuTensor slice(CpuTensor a, std::span<const Range> ranges) const {
-    return detail::cpu::slice(acc_, std::move(a), ranges);
-  }
-  CpuTensor slice_assign(CpuTensor a, std::span<const Range> ranges, CpuTensor value) const {
-    return detail::cpu::slice_assign(acc_, std::move(a), ranges, std::move(value));
-  }
-  CpuTensor cat(std::vector<CpuTensor> ts, std::size_t dim) const {
-    return detail::cpu::cat(acc_, std::move(ts), dim);
-  }
-  CpuTensor gather(CpuTensor a, std::size_t dim, CpuTensor index) const {
-    return detail::cpu::gather(acc_, std::move(a), dim, std::move(index));
-  }
-  CpuTensor index_select(CpuTensor a, std::size_t dim, CpuTensor index) const {
-    return detail::cpu::index_select(acc_, std::move(a), dim, std::move(index));
-  }
-  CpuTensor repeat(CpuTensor a, std::span<const std::int64_t> times) const {
-    return detail::cpu::repeat(acc_, std::move(a), times);
-  }
-
-  // ---- quantized ----------------------------------------------------------------------------
-  // Parts are copied into (out of, between) devices exactly as they are: no dequantize.
-  CpuQTensor q_from_parts(quant::QuantizedParts p, const CpuDevice& dev) const {
-    acc_->check(dev.index, "q_from_parts");
-    p.validate();
-    return detail::cpu::make_q(acc_, dev.index, std::move(p));
-  }
-  quant::QuantizedParts q_into_parts(CpuQTensor q) const { return q.parts(); }
-  CpuQTensor q_to_device(CpuQTensor q, const CpuDevice& dev) const {
-    acc_->check(dev.index, "q_to_device");
-    if (dev.index == q.device()) return q;
-    return detail::cpu::copy_q(acc_, dev.index, q);
-  }
   [[nodiscard]] std::size_t nbytes(const CpuQTensor& q) const noexcept { return q.nbytes(); }
+
+  // ---- data in / out, transfers (impl/data.hpp) -----------------------------------------------
+  CpuTensor float_from_data(TensorData d, const CpuDevice& dev) const;
+  CpuTensor int_from_data(TensorData d, const CpuDevice& dev) const;
+  CpuTensor bool_from_data(TensorData d, const CpuDevice& dev) const;
+  TensorData float_into_data(CpuTensor t) const;
+  TensorData int_into_data(CpuTensor t) const;
+  TensorData bool_into_data(CpuTensor t) const;
+  CpuTensor float_to_device(CpuTensor t, const CpuDevice& dev) const;
+  CpuTensor int_to_device(CpuTensor t, const CpuDevice& dev) const;
+  CpuTensor bool_to_device(CpuTensor t, const CpuDevice& dev) const;
+
+  // ---- creation (impl/creation.hpp) -------------------------------------------------------------
+  CpuTensor float_full(const Shape& s, DType dt, Scalar v, const CpuDevice& dev) const;
+  CpuTensor int_full(const Shape& s, DType dt, Scalar v, const CpuDevice& dev) const;
+  CpuTensor bool_full(const Shape& s, DType dt, Scalar v, const CpuDevice& dev) const;
+  CpuTensor bool_full(const Shape& s, Scalar v, const CpuDevice& dev) const;
+  CpuTensor float_arange(Scalar start, Scalar step, std::int64_t n, DType dt,
+                         const CpuDevice& dev) const;
+  CpuTensor int_arange(Scalar start, Scalar step, std::int64_t n, DType dt,
+                       const CpuDevice& dev) const;
+  CpuTensor float_random(const Shape& s, DType dt, Distribution dist, std::uint64_t seed,
+                         const CpuDevice& dev) const;
+
+  // ---- elementwise: numpy broadcasting, operands of one dtype (impl/binary.hpp) -----------------
+#define FERRY_CPU_BINARY(fn)                    \
+  CpuTensor fn(CpuTensor a, CpuTensor b) const; \
+  CpuTensor fn##_scalar(CpuTensor a, Scalar s) const;
+  FERRY_CPU_BINARY(add)
+  FERRY_CPU_BINARY(sub)
+  FERRY_CPU_BINARY(mul)
+  FERRY_CPU_BINARY(div)
+  FERRY_CPU_BINARY(pow)
+  FERRY_CPU_BINARY(maximum)
+  FERRY_CPU_BINARY(minimum)
+  FERRY_CPU_BINARY(remainder)
+  // comparisons, to bool (impl/compare.hpp)
+  FERRY_CPU_BINARY(equal)
+  FERRY_CPU_BINARY(not_equal)
+  FERRY_CPU_BINARY(greater)
+  FERRY_CPU_BINARY(greater_equal)
+  FERRY_CPU_BINARY(less)
+  FERRY_CPU_BINARY(less_equal)
+#undef FERRY_CPU_BINARY
+  CpuTensor logical_and(CpuTensor a, CpuTensor b) const;
+  CpuTensor logical_or(CpuTensor a, CpuTensor b) const;
+
+  // ---- unary, clamp, where (impl/unary.hpp)
+  // ------------------------------------------------------
+  CpuTensor logical_not(CpuTensor a) const;
+  CpuTensor neg(CpuTensor a) const;
+  CpuTensor abs(CpuTensor a) const;
+  CpuTensor relu(CpuTensor a) const;
+  CpuTensor exp(CpuTensor a) const;
+  CpuTensor log(CpuTensor a) const;
+  CpuTensor sqrt(CpuTensor a) const;
+  CpuTensor sin(CpuTensor a) const;
+  CpuTensor cos(CpuTensor a) const;
+  CpuTensor tanh(CpuTensor a) const;
+  CpuTensor sigmoid(CpuTensor a) const;
+  CpuTensor gelu(CpuTensor a) const;
+  CpuTensor clamp(CpuTensor a, Scalar lo, Scalar hi) const;
+  CpuTensor where(CpuTensor mask, CpuTensor a, CpuTensor b) const;
+
+  // ---- casts (impl/cast.hpp) -------------------------------------------------------------------
+  CpuTensor to_float(CpuTensor a, DType to) const;
+  CpuTensor to_int(CpuTensor a, DType to) const;
+  CpuTensor to_bool(CpuTensor a) const;
+
+  // ---- reductions (impl/reduce.hpp), matmul (impl/matmul.hpp) -----------------------------------
+  CpuTensor sum(CpuTensor a, std::optional<std::size_t> dim, bool keepdim) const;
+  CpuTensor prod(CpuTensor a, std::optional<std::size_t> dim, bool keepdim) const;
+  CpuTensor mean(CpuTensor a, std::optional<std::size_t> dim, bool keepdim) const;
+  CpuTensor max(CpuTensor a, std::optional<std::size_t> dim, bool keepdim) const;
+  CpuTensor min(CpuTensor a, std::optional<std::size_t> dim, bool keepdim) const;
+  CpuTensor argmax(CpuTensor a, std::optional<std::size_t> dim, bool keepdim) const;
+  CpuTensor argmin(CpuTensor a, std::optional<std::size_t> dim, bool keepdim) const;
+  CpuTensor matmul(CpuTensor a, CpuTensor b) const;
+
+  // ---- layout (impl/layout.hpp) ----------------------------------------------------------------
+  CpuTensor reshape(CpuTensor a, const Shape& s) const;
+  CpuTensor permute(CpuTensor a, std::span<const std::size_t> perm) const;
+  CpuTensor flip(CpuTensor a, std::span<const std::size_t> axes) const;
+  CpuTensor expand(CpuTensor a, const Shape& s) const;
+  CpuTensor slice(CpuTensor a, std::span<const Range> ranges) const;
+  CpuTensor slice_assign(CpuTensor a, std::span<const Range> ranges, CpuTensor value) const;
+  CpuTensor cat(std::vector<CpuTensor> ts, std::size_t dim) const;
+  CpuTensor gather(CpuTensor a, std::size_t dim, CpuTensor index) const;
+  CpuTensor index_select(CpuTensor a, std::size_t dim, CpuTensor index) const;
+  CpuTensor repeat(CpuTensor a, std::span<const std::int64_t> times) const;
+
+  // ---- quantized (impl/quantized.hpp)
+  // ------------------------------------------------------------ Parts are copied into (out of,
+  // between) devices exactly as they are: no dequantize.
+  CpuQTensor q_from_parts(quant::QuantizedParts p, const CpuDevice& dev) const;
+  quant::QuantizedParts q_into_parts(CpuQTensor q) const { return q.parts(); }
+  CpuQTensor q_to_device(CpuQTensor q, const CpuDevice& dev) const;
   CpuQTensor quantize(CpuTensor x, const quant::Scheme& s, std::span<const float> scales,
-                      std::span<const std::int32_t> offsets) const {
-    std::vector<float> scratch;
-    const detail::cpu::CacheSource src(acc_, x.device);
-    return detail::cpu::make_q(
-        acc_, x.device,
-        quant::quantize(s, x.shape, detail::cpu::f32_view(x, scratch), scales, offsets, &src));
-  }
-  CpuQTensor quantize_dynamic(CpuTensor x, const quant::Scheme& s) const {
-    std::vector<float> scratch;
-    const detail::cpu::CacheSource src(acc_, x.device);
-    return detail::cpu::make_q(
-        acc_, x.device,
-        quant::quantize_dynamic(s, x.shape, detail::cpu::f32_view(x, scratch), &src));
-  }
-  CpuTensor dequantize(CpuQTensor q, DType to) const {
-    const auto& p = q.parts();
-    CpuTensor f = detail::cpu::alloc(acc_, q.device(), p.shape, DType::f32);
-    quant::dequantize(p,
-                      std::span<float>(f.data<float>(), static_cast<std::size_t>(p.shape.numel())));
-    return to == DType::f32 ? f : to_float(std::move(f), to);
-  }
-  CpuQTensor q_reshape(CpuQTensor q, const Shape& s) const {
-    return detail::cpu::make_q(acc_, q.device(), quant::q_reshape(q.parts(), s));
-  }
-  CpuQTensor q_permute(CpuQTensor q, std::span<const std::int64_t> perm) const {
-    return detail::cpu::make_q(acc_, q.device(), quant::q_permute(q.parts(), perm));
-  }
-  CpuQTensor q_flip(CpuQTensor q, std::span<const std::int64_t> axes) const {
-    return detail::cpu::make_q(acc_, q.device(), quant::q_flip(q.parts(), axes));
-  }
+                      std::span<const std::int32_t> offsets) const;
+  CpuQTensor quantize_dynamic(CpuTensor x, const quant::Scheme& s) const;
+  CpuTensor dequantize(CpuQTensor q, DType to) const;
+  CpuQTensor q_reshape(CpuQTensor q, const Shape& s) const;
+  CpuQTensor q_permute(CpuQTensor q, std::span<const std::int64_t> perm) const;
+  CpuQTensor q_flip(CpuQTensor q, std::span<const std::int64_t> axes) const;
   CpuQTensor q_slice(CpuQTensor q,
-                     std::span<const std::pair<std::int64_t, std::int64_t>> ranges) const {
-    return detail::cpu::make_q(acc_, q.device(), quant::q_slice(q.parts(), ranges));
-  }
-  CpuTensor q_matmul(CpuTensor x, CpuQTensor w) const { return detail::cpu::q_matmul(acc_, x, w); }
+                     std::span<const std::pair<std::int64_t, std::int64_t>> ranges) const;
+  CpuTensor q_matmul(CpuTensor x, CpuQTensor w) const;
 
  private:
   static detail::cpu::AccountsPtr make_accounts(int n, std::size_t cache_bytes) {
@@ -355,42 +222,15 @@ class BasicEigenCpu {
       detail::raise<ValueError>("cpu.devices", "eigen-cpu: needs at least one device, got {}", n);
     return std::make_shared<detail::cpu::Accounts>(n, cache_bytes);
   }
-
-  CpuTensor from_data(TensorData d, const CpuDevice& dev, Kind k, const char* op) const {
-    acc_->check(dev.index, op);
-    if (kind_of(d.dtype()) != k)
-      detail::raise<DTypeError>("cpu.dtype", "{}: data of dtype {} is not of kind {}", op,
-                                d.dtype(), k);
-    CpuTensor t = detail::cpu::alloc(acc_, dev.index, d.shape(), d.dtype());
-    const auto bytes = d.bytes();
-    acc_->copy(t.buf->data(), bytes.data(), bytes.size());
-    if (k == Kind::Bool)  // any non-zero byte is true; kernels rely on 0/1
-      for (std::size_t i = 0; i < bytes.size(); ++i)
-        t.buf->data()[i] = std::byte{bytes[i] != std::byte{0} ? std::uint8_t{1} : std::uint8_t{0}};
-    return t;
-  }
-
-  TensorData into_data(CpuTensor t, Kind k, const char* op) const {
-    detail::cpu::check(acc_, t, op);
-    detail::cpu::check_kind(t, k, op);
-    std::vector<std::byte> bytes(t.nbytes());
-    acc_->copy(bytes.data(), t.buf->data(), bytes.size());
-    return TensorData(t.shape, t.dtype, std::move(bytes));
-  }
-
-  CpuTensor to_device(CpuTensor t, const CpuDevice& dev, Kind k, const char* op) const {
-    detail::cpu::check(acc_, t, op);
-    detail::cpu::check_kind(t, k, op);
-    acc_->check(dev.index, op);
-    if (dev.index == t.device) return t;
-    CpuTensor out = detail::cpu::alloc(acc_, dev.index, t.shape, t.dtype);
-    acc_->copy(out.buf->data(), t.buf->data(), t.nbytes());
-    return out;
-  }
+  CpuTensor from_data(TensorData d, const CpuDevice& dev, Kind k, const char* op) const;
+  TensorData into_data(CpuTensor t, Kind k, const char* op) const;
+  CpuTensor to_device(CpuTensor t, const CpuDevice& dev, Kind k, const char* op) const;
 
   detail::cpu::AccountsPtr acc_;
 };
 
-using EigenCpu = BasicEigenCpu<>;
-
 }  // namespace ferry
+
+#ifdef FERRY_HEADER_ONLY
+#  include "ferry/backends/eigen_cpu/impl/all.hpp"
+#endif

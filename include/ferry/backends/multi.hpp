@@ -4,7 +4,7 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <cstddef>
 #include <ostream>
@@ -18,6 +18,7 @@
 #include "ferry/backend.hpp"
 #include "ferry/data.hpp"
 #include "ferry/detail/quant_host.hpp"
+#include "ferry/detail/text.hpp"
 #include "ferry/error.hpp"
 #include "ferry/ir.hpp"
 #include "ferry/quant/parts.hpp"
@@ -578,9 +579,9 @@ inline constexpr bool lists_all_devices<Multi<Bs...>> = (lists_all_devices<Bs> &
 }  // namespace ferry
 
 template <ferry::Backend... Bs>
-struct fmt::formatter<ferry::MultiDevice<Bs...>> : fmt::formatter<std::string_view> {
+struct fmt::formatter<ferry::MultiDevice<Bs...>> : ferry::detail::TextFormatter {
   template <class Ctx>
   auto format(const ferry::MultiDevice<Bs...>& d, Ctx& ctx) const {
-    return std::visit([&](const auto& x) { return fmt::format_to(ctx.out(), "{}", x); }, d.v);
+    return write(std::visit([](const auto& x) { return fmt::format("{}", x); }, d.v), ctx);
   }
 };

@@ -3,8 +3,7 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
-#include <fmt/format.h>
-#include <fmt/ranges.h>
+#include <fmt/core.h>
 
 #include <algorithm>
 #include <array>
@@ -103,14 +102,14 @@ inline std::vector<std::size_t> permutation(const char* op, const Shape& s,
                                             std::span<const std::int64_t> perm) {
   if (perm.size() != s.rank())
     raise<IndexError>("axis", "{}: permutation [{}] has {} entries for shape {} of rank {}", op,
-                      fmt::join(perm, ", "), perm.size(), s, s.rank());
+                      ::ferry::detail::joined(perm), perm.size(), s, s.rank());
   std::vector<std::size_t> p(perm.size());
   std::vector<bool> seen(perm.size(), false);
   for (std::size_t i = 0; i < perm.size(); ++i) {
     p[i] = s.axis(perm[i], op);
     if (seen[p[i]])
-      raise<IndexError>("axis", "{}: permutation [{}] repeats axis {}", op, fmt::join(perm, ", "),
-                        p[i]);
+      raise<IndexError>("axis", "{}: permutation [{}] repeats axis {}", op,
+                        ::ferry::detail::joined(perm), p[i]);
     seen[p[i]] = true;
   }
   return p;

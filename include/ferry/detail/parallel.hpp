@@ -57,45 +57,4 @@ void parallel_for(std::int64_t begin, std::int64_t end, std::int64_t grain, F&& 
 #endif
 }
 
-/// @brief Copies large buffers over every hardware thread, whatever arena the caller is in.
-///
-/// A transfer runs on its source device's worker, whose arena may have one thread (two
-/// devices on two cores get one each), and one core copies an L3-resident buffer at about half
-/// the speed two do. A CopyArena is a task_arena of its own, of the machine's default
-/// concurrency, entered only for a copy of at least `kParallelBytes`; smaller copies, and every
-/// copy under `FERRY_SERIAL_KERNELS`, are one memcpy. Thread-safe; not copyable.
-class CopyArena {
- public:
-  static constexpr std::size_t kParallelBytes = std::size_t{1} << 20;
-  static constexpr std::size_t kChunkBytes = std::size_t{256} << 10;
-
-  CopyArena() = default;
-  CopyArena(const CopyArena&) = delete;
-  CopyArena& operator=(const CopyArena&) = delete;
-
-  /// memcpy(dst, src, n), split into chunks of about kChunkBytes when n is large.
-  void copy(std::byte* dst, const std::byte* src, std::size_t n) {
-    if (n == 0) return;
-#ifndef FERRY_SERIAL_KERNELS
-    if (n >= kParallelBytes) {
-      const auto chunks = static_cast<std::int64_t>((n + kChunkBytes - 1) / kChunkBytes);
-      arena_.execute([&] {
-        parallel_for(0, chunks, 1, [&](std::int64_t lo, std::int64_t hi) {
-          const std::size_t b = static_cast<std::size_t>(lo) * kChunkBytes;
-          const std::size_t e = std::min(n, static_cast<std::size_t>(hi) * kChunkBytes);
-          std::memcpy(dst + b, src + b, e - b);
-        });
-      });
-      return;
-    }
-#endif
-    std::memcpy(dst, src, n);
-  }
-
- private:
-#ifndef FERRY_SERIAL_KERNELS
-  oneapi::tbb::task_arena arena_;  // initialised on first use (thread-safe in oneTBB)
-#endif
-};
-
 }  // namespace ferry::detail

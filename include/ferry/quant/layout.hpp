@@ -200,14 +200,14 @@ inline QuantizedParts q_permute(const QuantizedParts& q, std::span<const std::in
   const std::size_t r = q.shape.rank();
   if (perm.size() != r)
     ferry::detail::raise<IndexError>("quant.layout", "{}: perm [{}] has {} entries for rank {}", op,
-                                     fmt::join(perm, ", "), perm.size(), r);
+                                     ::ferry::detail::joined(perm), perm.size(), r);
   std::vector<std::size_t> p(r);
   std::vector<bool> seen(r, false);
   for (std::size_t i = 0; i < r; ++i) {
     const std::int64_t a = perm[i];
     if (a < 0 || a >= static_cast<std::int64_t>(r) || seen[static_cast<std::size_t>(a)])
       ferry::detail::raise<IndexError>("quant.layout", "{}: [{}] is not a permutation of 0..{}", op,
-                                       fmt::join(perm, ", "), r == 0 ? 0 : r - 1);
+                                       ::ferry::detail::joined(perm), r == 0 ? 0 : r - 1);
     p[i] = static_cast<std::size_t>(a);
     seen[p[i]] = true;
   }
@@ -268,7 +268,7 @@ inline QuantizedParts q_flip(const QuantizedParts& q, std::span<const std::int64
     const std::size_t n = detail::norm_axis(a, r, op);
     if (flip[n])
       ferry::detail::raise<IndexError>("quant.layout", "{}: axis {} is given twice in [{}]", op, a,
-                                       fmt::join(axes, ", "));
+                                       ::ferry::detail::joined(axes));
     flip[n] = true;
   }
   const detail::FullBlocks src = detail::full_blocks(q.scheme, q.shape);

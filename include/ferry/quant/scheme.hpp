@@ -3,8 +3,7 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
-#include <fmt/format.h>
-#include <fmt/ranges.h>
+#include <fmt/core.h>
 
 #include <algorithm>
 #include <cstddef>
@@ -16,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "ferry/detail/text.hpp"
 #include "ferry/error.hpp"
 #include "ferry/shape.hpp"
 
@@ -245,58 +245,54 @@ struct Scheme {
 // ---- formatting ---------------------------------------------------------------------------
 
 template <>
-struct fmt::formatter<ferry::quant::ValueType> : fmt::formatter<std::string_view> {
+struct fmt::formatter<ferry::quant::ValueType> : ferry::detail::TextFormatter {
   template <class Ctx>
   auto format(ferry::quant::ValueType v, Ctx& ctx) const {
-    return fmt::formatter<std::string_view>::format(
-        ferry::quant::detail::enum_string(v, "ValueType"), ctx);
+    return write(ferry::quant::detail::enum_string(v, "ValueType"), ctx);
   }
 };
 template <>
-struct fmt::formatter<ferry::quant::Mode> : fmt::formatter<std::string_view> {
+struct fmt::formatter<ferry::quant::Mode> : ferry::detail::TextFormatter {
   template <class Ctx>
   auto format(ferry::quant::Mode v, Ctx& ctx) const {
-    return fmt::formatter<std::string_view>::format(ferry::quant::detail::enum_string(v, "Mode"),
-                                                    ctx);
+    return write(ferry::quant::detail::enum_string(v, "Mode"), ctx);
   }
 };
 template <>
-struct fmt::formatter<ferry::quant::Granularity> : fmt::formatter<std::string_view> {
+struct fmt::formatter<ferry::quant::Granularity> : ferry::detail::TextFormatter {
   template <class Ctx>
   auto format(ferry::quant::Granularity v, Ctx& ctx) const {
-    return fmt::formatter<std::string_view>::format(
-        ferry::quant::detail::enum_string(v, "Granularity"), ctx);
+    return write(ferry::quant::detail::enum_string(v, "Granularity"), ctx);
   }
 };
 template <>
-struct fmt::formatter<ferry::quant::Storage> : fmt::formatter<std::string_view> {
+struct fmt::formatter<ferry::quant::Storage> : ferry::detail::TextFormatter {
   template <class Ctx>
   auto format(ferry::quant::Storage v, Ctx& ctx) const {
-    return fmt::formatter<std::string_view>::format(ferry::quant::detail::enum_string(v, "Storage"),
-                                                    ctx);
+    return write(ferry::quant::detail::enum_string(v, "Storage"), ctx);
   }
 };
 template <>
-struct fmt::formatter<ferry::quant::ScaleType> : fmt::formatter<std::string_view> {
+struct fmt::formatter<ferry::quant::ScaleType> : ferry::detail::TextFormatter {
   template <class Ctx>
   auto format(ferry::quant::ScaleType v, Ctx& ctx) const {
-    return fmt::formatter<std::string_view>::format(
-        ferry::quant::detail::enum_string(v, "ScaleType"), ctx);
+    return write(ferry::quant::detail::enum_string(v, "ScaleType"), ctx);
   }
 };
 
 /// Prints e.g. `int4 affine per_block[32] packed_u8 scale=f16`, `int8 symmetric per_axis(0)
 /// native scale=f32`.
 template <>
-struct fmt::formatter<ferry::quant::Scheme> : fmt::formatter<std::string_view> {
+struct fmt::formatter<ferry::quant::Scheme> : ferry::detail::TextFormatter {
   template <class Ctx>
   auto format(const ferry::quant::Scheme& s, Ctx& ctx) const {
     using ferry::quant::Granularity;
     std::string g = fmt::format("{}", s.granularity);
     if (s.granularity == Granularity::per_axis) g += fmt::format("({})", s.axis);
-    if (s.granularity == Granularity::per_block) g += fmt::format("[{}]", fmt::join(s.block, ","));
-    return fmt::format_to(ctx.out(), "{} {} {} {} scale={}", s.value, s.mode, g, s.storage,
-                          s.scale_type);
+    if (s.granularity == Granularity::per_block)
+      g += "[" + ferry::detail::joined(s.block, ",") + "]";
+    return write(fmt::format("{} {} {} {} scale={}", s.value, s.mode, g, s.storage, s.scale_type),
+                 ctx);
   }
 };
 
@@ -335,8 +331,8 @@ inline void Scheme::validate() const {
     for (std::size_t i = 0; i < block.size(); ++i)
       if (block[i] < 1) bad(fmt::format("block dim {} is {}, must be >= 1", i, block[i]));
   } else if (!block.empty()) {
-    bad(fmt::format("a block shape [{}] is set but the granularity is {}", fmt::join(block, ","),
-                    granularity));
+    bad(fmt::format("a block shape [{}] is set but the granularity is {}",
+                    ::ferry::detail::joined(block, ","), granularity));
   }
   if (granularity != Granularity::per_axis && axis != 0)
     bad(fmt::format("axis {} is set but the granularity is {}", axis, granularity));

@@ -2,7 +2,7 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <atomic>
 #include <bit>
@@ -16,7 +16,8 @@
 #include <utility>
 #include <vector>
 
-#include "ferry/detail/parallel.hpp"
+#include "ferry/detail/arena.hpp"
+#include "ferry/detail/text.hpp"
 #include "ferry/dtype.hpp"
 #include "ferry/error.hpp"
 #include "ferry/shape.hpp"
@@ -338,9 +339,9 @@ inline void check_same(const CpuTensor& a, const CpuTensor& b, const char* op) {
 }  // namespace ferry
 
 template <>
-struct fmt::formatter<ferry::CpuDevice> : fmt::formatter<std::string_view> {
+struct fmt::formatter<ferry::CpuDevice> : ferry::detail::TextFormatter {
   template <class Ctx>
   auto format(ferry::CpuDevice d, Ctx& ctx) const {
-    return fmt::format_to(ctx.out(), "cpu:{}", d.index);
+    return write(fmt::format("cpu:{}", d.index), ctx);
   }
 };

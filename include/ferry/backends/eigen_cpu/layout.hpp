@@ -4,6 +4,8 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
+#include <fmt/ranges.h>
+
 #include <algorithm>
 #include <array>
 #include <cstddef>

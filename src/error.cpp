@@ -1,0 +1,3 @@
+// Ferry's compiled error formatting (detail::error_message, error.hpp).
+// SPDX-License-Identifier: MIT
+#include "ferry/impl/error.hpp"

@@ -1,0 +1,3 @@
+// Ferry's compiled tensor printing (detail::print::tensor_string, format.hpp).
+// SPDX-License-Identifier: MIT
+#include "ferry/impl/format.hpp"
