@@ -229,6 +229,10 @@ class EigenCpu {
   detail::cpu::AccountsPtr acc_;
 };
 
+/// Ferry 0.1 spelled the backend `BasicEigenCpu<>`; the name is kept.
+template <class = void>
+using BasicEigenCpu = EigenCpu;
+
 }  // namespace ferry
 
 #ifdef FERRY_HEADER_ONLY
