@@ -117,7 +117,12 @@ class Shape {
 namespace detail {
 /// `[2, 3]`: how shapes print.
 [[nodiscard]] inline std::string shape_string(std::span<const std::int64_t> dims) {
-  return "[" + joined(dims) + "]";
+  // Appended, not `"[" + ... + "]"`: GCC 12 at -O3 warns (-Wrestrict, a false positive, GCC bug
+  // 105329) on that form.
+  std::string s = "[";
+  s += joined(dims);
+  s += ']';
+  return s;
 }
 }  // namespace detail
 

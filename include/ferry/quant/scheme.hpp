@@ -289,8 +289,11 @@ struct fmt::formatter<ferry::quant::Scheme> : ferry::detail::TextFormatter {
     using ferry::quant::Granularity;
     std::string g = fmt::format("{}", s.granularity);
     if (s.granularity == Granularity::per_axis) g += fmt::format("({})", s.axis);
-    if (s.granularity == Granularity::per_block)
-      g += "[" + ferry::detail::joined(s.block, ",") + "]";
+    if (s.granularity == Granularity::per_block) {
+      g += '[';
+      g += ferry::detail::joined(s.block, ",");
+      g += ']';
+    }
     return write(fmt::format("{} {} {} {} scale={}", s.value, s.mode, g, s.storage, s.scale_type),
                  ctx);
   }
