@@ -41,7 +41,11 @@ class TensorData {
                                 "for quantized ones");
     for (auto d : shape_)
       if (d < 0) detail::raise<ShapeError>("data", "shape {} has a negative dim", shape_);
-    const auto want = static_cast<std::size_t>(shape_.numel()) * dtype_size(dtype_);
+    const auto want_i = detail::bytes_i64(shape_.numel(), dtype_size(dtype_));
+    if (!want_i)
+      detail::raise<ShapeError>("data", "shape {} of {} needs more than 2^63 - 1 bytes", shape_,
+                                dtype_);
+    const auto want = static_cast<std::size_t>(*want_i);
     if (bytes_.size() != want)
       detail::raise<ShapeError>(
           "data", "shape {} of {} needs {} bytes ({} elements x {} bytes), got {}", shape_, dtype_,
@@ -72,7 +76,7 @@ class TensorData {
 
   [[nodiscard]] const Shape& shape() const noexcept { return shape_; }
   [[nodiscard]] DType dtype() const noexcept { return dtype_; }
-  [[nodiscard]] std::int64_t numel() const noexcept { return shape_.numel(); }
+  [[nodiscard]] std::int64_t numel() const { return shape_.numel(); }
   [[nodiscard]] std::span<const std::byte> bytes() const noexcept { return bytes_; }
   [[nodiscard]] std::span<std::byte> bytes() noexcept { return bytes_; }
   [[nodiscard]] std::vector<std::byte> release_bytes() && noexcept { return std::move(bytes_); }

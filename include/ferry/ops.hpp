@@ -379,7 +379,11 @@ template <Backend B>
         detail::raise<ShapeError>("shape",
                                   "cat: shapes {} and {} differ in dim {} (not the cat dim {})",
                                   first.shape(), t.shape(), i, d);
-    s[d] += t.shape()[d];
+    const auto sum = detail::add_i64(s[d], t.shape()[d]);
+    if (!sum)
+      detail::raise<ShapeError>("shape", "cat: dim {} of the result passes 2^63 - 1 (at {})", d,
+                                t.shape());
+    s[d] = *sum;
   }
   // Refs are taken after all copies exist: a tensor listed twice is shared, hence read-only.
   for (const auto& t : xs) o.ins.push_back(detail::TA<B>::ref(t));
@@ -438,7 +442,11 @@ template <Backend B>
   for (std::size_t i = 0; i < s.size(); ++i) {
     if (times[i] < 0)
       detail::raise<ValueError>("value", "repeat: count {} on dim {} is negative", times[i], i);
-    s[i] *= times[i];
+    const auto d = detail::mul_i64(s[i], times[i]);
+    if (!d)
+      detail::raise<ShapeError>("shape", "repeat: dim {} of {} repeated {} times passes 2^63 - 1",
+                                i, x.shape(), times[i]);
+    s[i] = *d;
   }
   op::Repeat o{detail::TA<B>::ref(x), std::move(times),
                detail::out_ref(x, Shape(std::move(s)), x.dtype())};

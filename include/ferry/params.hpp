@@ -17,8 +17,13 @@ struct Range {
   std::int64_t start = 0;
   std::int64_t end = 0;
   std::int64_t step = 1;
+  /// Elements the range selects for step >= 1: ceil((end - start) / step), computed without
+  /// `end - start + step - 1`, which overflows for steps near 2^63.
   [[nodiscard]] constexpr std::int64_t size() const noexcept {
-    return end <= start ? 0 : (end - start + step - 1) / step;
+    if (end <= start || step < 1) return 0;
+    const std::uint64_t span = static_cast<std::uint64_t>(end) - static_cast<std::uint64_t>(start);
+    const std::uint64_t n = (span - 1) / static_cast<std::uint64_t>(step) + 1;
+    return n > static_cast<std::uint64_t>(INT64_MAX) ? INT64_MAX : static_cast<std::int64_t>(n);
   }
   friend bool operator==(const Range&, const Range&) = default;
 };

@@ -5,12 +5,14 @@
 #include <array>
 #include <cmath>
 #include <memory>
+#include <optional>
 #include <ranges>
 #include <utility>
 #include <vector>
 
 #include "ferry/backend.hpp"
 #include "ferry/data.hpp"
+#include "ferry/detail/checked.hpp"
 #include "ferry/detail/core.hpp"
 #include "ferry/detail/infer.hpp"
 #include "ferry/quant/parts.hpp"
@@ -20,6 +22,38 @@
 namespace ferry {
 
 namespace detail {
+/// Bytes of the tensor `out` describes, checked: ShapeError naming `op` for a negative dim or an
+/// element count past int64, nullopt when the byte count passes 2^63 - 1 (more than a device
+/// can address). Every op's output goes through here (submit_op), so no backend is ever asked
+/// for a tensor whose size wrapped.
+inline std::optional<std::int64_t> output_bytes(const char* op, const TensorRef& out) {
+  const auto dims = out.shape.dims();
+  for (const std::int64_t d : dims)
+    if (d < 0) raise<ShapeError>("shape", "{}: shape {} has a negative dim", op, out.shape);
+  const auto n = product_i64(dims);
+  if (!n)
+    raise<ShapeError>("shape", "{}: shape {} has more elements than int64 holds (2^63 - 1)", op,
+                      out.shape);
+  if (out.dtype != DType::quantized || !out.scheme) return bytes_i64(*n, dtype_size(out.dtype));
+  const quant::Scheme& s = *out.scheme;
+  const auto params = mul_i64(quant::num_params(s, out.shape),
+                              static_cast<std::int64_t>(quant::scale_bytes(s.scale_type) +
+                                                        (s.mode == quant::Mode::affine ? 1 : 0)));
+  if (!params) return std::nullopt;
+  return add_i64(static_cast<std::int64_t>(quant::data_bytes(s, *n)), *params);
+}
+
+/// output_bytes(), with OutOfMemory naming `op` and device `dev` when the bytes do not fit.
+template <Backend B>
+void check_output(const RouterCore<B>& core, std::size_t dev, const char* op,
+                  const TensorRef& out) {
+  if (!output_bytes(op, out))
+    raise<OutOfMemory>("memory",
+                       "{}: a {} tensor of shape {} needs more than 2^63 - 1 bytes, more than "
+                       "device {} can hold",
+                       op, out.dtype, out.shape, core.device(dev));
+}
+
 /// Submits `o` on device `dev` and returns the Tensor for its output. The output's Tensor
 /// exists before the op runs, so nothing can fail between the op and it; if the op is rejected
 /// the Tensor is forgotten without a Drop (it was never registered), and `release_inputs()`,
@@ -29,6 +63,7 @@ namespace detail {
 template <Backend B, class O, class Release>
 Tensor<B> submit_op(const std::shared_ptr<RouterCore<B>>& core, std::size_t dev, O&& o,
                     Release&& release_inputs) {
+  check_output(*core, dev, op_name(o), o.out);
   Tensor<B> out = TensorAccess<B>::make(core, o.out, dev);
   try {
     core->submit(dev, std::forward<O>(o));
@@ -144,7 +179,7 @@ class Router {
   [[nodiscard]] Tensor<B> random(Shape shape, Distribution dist, std::uint64_t seed,
                                  const Device& d, DType dtype = DType::f32) {
     const auto dev = core_->index_of(d, "random");
-    check_creation("random", shape, dtype);
+    not_creatable("random", dtype);
     detail::want_kind("random", dtype, {Kind::Float}, "a float dtype");
     if (!(dist.b > 0.0) && dist.kind == Distribution::Kind::normal)
       detail::raise<ValueError>("value", "random: normal std must be > 0, got {}", dist.b);
@@ -205,9 +240,10 @@ class Router {
   // full(), zeros() and ones(): one op::Full; argument errors name the call the user made.
   Tensor<B> full_as(const char* op, Shape shape, Scalar value, DType dtype, const Device& d) {
     const auto dev = core_->index_of(d, op);
-    check_creation(op, shape, dtype);
-    return detail::emit(core_, dev,
-                        op::Full{value, TensorRef{core_->new_id(), std::move(shape), dtype}});
+    not_creatable(op, dtype);
+    TensorRef out{core_->new_id(), std::move(shape), dtype};
+    detail::check_output(*core_, dev, op, out);  // here, to name zeros/ones rather than full
+    return detail::emit(core_, dev, op::Full{value, std::move(out)});
   }
   static void not_creatable(const char* op, DType d) {
     if (d == DType::quantized)
@@ -215,11 +251,6 @@ class Router {
                                 "{}: cannot create a quantized tensor; use quantize(), "
                                 "quantize_dynamic() or q_from_parts()",
                                 op);
-  }
-  static void check_creation(const char* op, const Shape& s, DType d) {
-    not_creatable(op, d);
-    for (auto x : s)
-      if (x < 0) detail::raise<ShapeError>("shape", "{}: shape {} has a negative dim", op, s);
   }
 
   std::shared_ptr<detail::RouterCore<B>> core_;

@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "ferry/detail/checked.hpp"
 #include "ferry/detail/text.hpp"
 #include "ferry/error.hpp"
 
@@ -61,10 +62,11 @@ class Shape {
   ~Shape() = default;
 
   [[nodiscard]] std::size_t rank() const noexcept { return n_; }
-  [[nodiscard]] std::int64_t numel() const noexcept {
-    std::int64_t n = 1;
-    for (auto d : dims()) n *= d;
-    return n;
+  /// The product of the dims. Throws ShapeError when it does not fit in int64 (checked, never
+  /// wrapped: a wrapped count would make a kernel allocate or index a buffer of the wrong size).
+  [[nodiscard]] std::int64_t numel() const {
+    if (const auto n = detail::product_i64(dims())) return *n;
+    too_many_elements();
   }
   [[nodiscard]] std::int64_t operator[](std::size_t i) const noexcept { return data()[i]; }
   [[nodiscard]] std::int64_t& operator[](std::size_t i) noexcept { return data()[i]; }
@@ -73,10 +75,12 @@ class Shape {
   [[nodiscard]] const std::int64_t* begin() const noexcept { return data(); }
   [[nodiscard]] const std::int64_t* end() const noexcept { return data() + n_; }
 
-  /// Row-major strides, in elements.
+  /// Row-major strides, in elements (valid for a shape whose numel() fits: each stride is at
+  /// most numel()).
   [[nodiscard]] std::vector<std::int64_t> strides() const {
     std::vector<std::int64_t> s(n_, 1);
-    for (std::size_t i = n_; i-- > 1;) s[i - 1] = s[i] * data()[i];
+    // Past int64 only when another dim is 0 (numel() fits): no element is addressed then.
+    for (std::size_t i = n_; i-- > 1;) s[i - 1] = detail::mul_i64(s[i], data()[i]).value_or(0);
     return s;
   }
 
@@ -95,6 +99,7 @@ class Shape {
   }
 
  private:
+  [[noreturn]] void too_many_elements() const;
   [[nodiscard]] const std::int64_t* data() const noexcept {
     return big_ ? big_.get() : small_.data();
   }
@@ -125,6 +130,11 @@ namespace detail {
   return s;
 }
 }  // namespace detail
+
+inline void Shape::too_many_elements() const {
+  detail::raise<ShapeError>("shape", "shape {} has more elements than int64 holds (2^63 - 1)",
+                            detail::shape_string(dims()));
+}
 
 inline std::ostream& operator<<(std::ostream& os, const Shape& s) {
   return os << fmt::format("[{}]", ::ferry::detail::joined(s.dims()));

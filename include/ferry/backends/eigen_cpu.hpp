@@ -106,7 +106,7 @@ class EigenCpu {
   void empty_cache() const noexcept {
     for (int i = 0; i < acc_->size(); ++i) (*acc_)[i].cache.release();
   }
-  [[nodiscard]] std::size_t nbytes(const CpuTensor& t) const noexcept { return t.nbytes(); }
+  [[nodiscard]] std::size_t nbytes(const CpuTensor& t) const { return t.nbytes(); }
   [[nodiscard]] std::size_t nbytes(const CpuQTensor& q) const noexcept { return q.nbytes(); }
 
   // ---- data in / out, transfers (impl/data.hpp) -----------------------------------------------

@@ -12,6 +12,7 @@
 #include <span>
 #include <vector>
 
+#include "ferry/detail/checked.hpp"
 #include "ferry/dtype.hpp"
 #include "ferry/error.hpp"
 #include "ferry/params.hpp"
@@ -74,16 +75,18 @@ inline Shape reduced(const Shape& s, std::optional<std::size_t> dim, bool keepdi
 /// Resolves one -1 in a reshape target and checks the element count.
 inline Shape reshape_target(const char* op, const Shape& from, const Shape& to) {
   std::vector<std::int64_t> d = to.to_vector();
-  std::int64_t known = 1;
   std::optional<std::size_t> infer;
   for (std::size_t i = 0; i < d.size(); ++i) {
     if (d[i] == -1 && !infer)
       infer = i;
     else if (d[i] < 0)
       raise<ShapeError>("shape", "{}: target shape {} has an invalid dim {}", op, to, d[i]);
-    else
-      known *= d[i];
   }
+  if (infer) d[*infer] = 1;  // the product of the known dims, checked (a 0 dim makes it 0)
+  const auto product = product_i64(d);
+  if (!product)
+    raise<ShapeError>("shape", "{}: target shape {} has more elements than int64 holds", op, to);
+  const std::int64_t known = *product;
   if (infer) {
     if (known == 0 || from.numel() % known != 0)
       raise<ShapeError>("shape", "{}: cannot reshape {} ({} elements) to {}", op, from,

@@ -360,7 +360,10 @@ inline void Scheme::validate_for(const Shape& shape) const {
 
 namespace detail {
 
-inline std::int64_t ceil_div(std::int64_t a, std::int64_t b) noexcept { return (a + b - 1) / b; }
+/// ceil(a / b) for a >= 0, b >= 1 (checked form: a block of 2^63 - 1 must not overflow it).
+inline std::int64_t ceil_div(std::int64_t a, std::int64_t b) noexcept {
+  return ferry::detail::ceil_div_i64(a, b);
+}
 
 /// The scheme seen over every dim of the shape: for each dim the extent of one block (clamped
 /// to [1, dim]) and the number of blocks along it. Per-tensor and the non-axis dims of
@@ -487,16 +490,19 @@ inline std::int64_t num_params(const Scheme& s, const Shape& shape) {
 
 /// Bytes of value data for `numel` values: native numel; packed_u8 ceil(numel*bits/8);
 /// packed_u32 4*ceil(numel*bits/32).
+/// Computed without forming numel * bits, so it cannot wrap (numel >= 0; the result is at most
+/// numel bytes, as values are at most 8 bits).
 inline std::size_t data_bytes(ValueType v, Storage st, std::int64_t numel) {
-  const auto n = static_cast<std::size_t>(numel);
-  const auto b = static_cast<std::size_t>(bits(v));
+  const int b = bits(v);
   switch (st) {
     case Storage::native:
-      return n;
+      return static_cast<std::size_t>(numel);
     case Storage::packed_u8:
-      return (n * b + 7) / 8;
-    case Storage::packed_u32:
-      return 4 * ((n * b + 31) / 32);
+      return static_cast<std::size_t>(ferry::detail::packed_bytes_i64(numel, b).value_or(0));
+    case Storage::packed_u32: {  // whole 32-bit words
+      const std::int64_t words = numel / 32 * b + ((numel % 32) * b + 31) / 32;
+      return 4 * static_cast<std::size_t>(words);
+    }
   }
   ferry::detail::raise<QuantError>("quant.scheme", "unknown storage {}", static_cast<int>(st));
 }

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "ferry/detail/arena.hpp"
+#include "ferry/detail/checked.hpp"
 #include "ferry/detail/text.hpp"
 #include "ferry/dtype.hpp"
 #include "ferry/error.hpp"
@@ -216,6 +217,16 @@ using AccountsPtr = std::shared_ptr<Accounts>;
 
 }  // namespace detail::cpu
 
+namespace detail::cpu {
+/// Bytes of a plain tensor of `shape` and `dtype`, checked: a count past 2^63 - 1 bytes is more
+/// than any device holds (std::bad_alloc, which the interpreter reports as OutOfMemory).
+inline std::size_t byte_size(const Shape& shape, DType dtype) {
+  const auto n = bytes_i64(shape.numel(), dtype_size(dtype));
+  if (!n) throw std::bad_alloc();
+  return static_cast<std::size_t>(*n);
+}
+}  // namespace detail::cpu
+
 /// @brief Storage of one CpuTensor: `size()` bytes, 64-byte aligned, counted on its device.
 ///
 /// Construction adds its bytes to the device's live-byte counter and bumps the device's
@@ -264,10 +275,9 @@ struct CpuTensor {
   DType dtype = DType::f32;
   int device = 0;
 
-  [[nodiscard]] std::int64_t numel() const noexcept { return shape.numel(); }
-  [[nodiscard]] std::size_t nbytes() const noexcept {
-    return static_cast<std::size_t>(shape.numel()) * dtype_size(dtype);
-  }
+  [[nodiscard]] std::int64_t numel() const { return shape.numel(); }
+  /// numel() * dtype_size(dtype); OutOfMemory when that passes 2^63 - 1 bytes.
+  [[nodiscard]] std::size_t nbytes() const { return detail::cpu::byte_size(shape, dtype); }
   /// Typed pointer to the first element (no dtype check; kernels check before they look).
   template <class T>
   [[nodiscard]] T* data() const noexcept {
@@ -279,13 +289,13 @@ namespace detail::cpu {
 
 /// A new, uninitialised tensor of `shape` and `dtype` on `device`.
 inline CpuTensor alloc(const AccountsPtr& acc, int device, Shape shape, DType dtype) {
-  const auto bytes = static_cast<std::size_t>(shape.numel()) * dtype_size(dtype);
+  const auto bytes = byte_size(shape, dtype);
   return CpuTensor{std::make_shared<CpuBuffer>(acc, device, bytes), std::move(shape), dtype,
                    device};
 }
 
 /// True when the kernel holds `in` alone and its buffer has exactly the bytes of the output.
-inline bool reusable(const CpuTensor& in, std::int64_t out_numel, DType out_dtype) noexcept {
+inline bool reusable(const CpuTensor& in, std::int64_t out_numel, DType out_dtype) {
   return in.buf && in.buf.use_count() == 1 && in.dtype == out_dtype &&
          in.shape.numel() == out_numel;
 }

@@ -204,7 +204,9 @@ inline std::int64_t slice_strides(const Shape& s, std::span<const Range> ranges,
   std::int64_t base = 0;
   for (std::size_t d = 0; d < s.rank(); ++d) {
     base += ranges[d].start * strides[d];
-    strides[d] *= ranges[d].step;
+    // A dim the slice takes one element of never steps: its stride stays unscaled, so a step
+    // near 2^63 cannot overflow it. Otherwise (size - 1) * step < dim bounds the product.
+    if (ranges[d].size() > 1) strides[d] *= ranges[d].step;
   }
   return base;
 }
