@@ -54,10 +54,18 @@ TEMPLATE_TEST_CASE("arithmetic broadcasts like numpy", "[eigen_cpu]", float, dou
                     naive_binary<T>(read<T>(cpu, pa), c.a, vb, c.b, c.out,
                                     [](T x, T y) { return static_cast<T>(std::pow(x, y)); }));
     } else {
-      // Truncating division and floored remainder, written out case by case.
+      // Floored division (PyTorch's //), floored remainder and truncating fmod (C's %), written
+      // out case by case: magnitudes first, then the sign and the floor step by hand.
       REQUIRE(read<T>(cpu, cpu.div(a, b)) == naive_binary<T>(va, c.a, vb, c.b, c.out, [](T x, T y) {
                 const T q = static_cast<T>(std::abs(x) / std::abs(y));
-                return (x < 0) != (y < 0) ? static_cast<T>(-q) : q;
+                const bool exact = static_cast<T>(q * std::abs(y)) == std::abs(x);
+                if ((x < 0) == (y < 0)) return q;
+                return exact ? static_cast<T>(-q) : static_cast<T>(-q - 1);
+              }));
+      REQUIRE(read<T>(cpu, cpu.fmod(a, b)) ==
+              naive_binary<T>(va, c.a, vb, c.b, c.out, [](T x, T y) {
+                const T r = static_cast<T>(std::abs(x) - (std::abs(x) / std::abs(y)) * std::abs(y));
+                return x < 0 ? static_cast<T>(-r) : r;
               }));
       REQUIRE(read<T>(cpu, cpu.remainder(a, b)) ==
               naive_binary<T>(va, c.a, vb, c.b, c.out, [](T x, T y) {
@@ -83,7 +91,9 @@ TEST_CASE("integer division edge cases are defined", "[eigen_cpu]") {
   auto a = make(cpu, std::vector<std::int32_t>{7, -7, 7, -7, mn, mn}, Shape{6});
   auto b = make(cpu, std::vector<std::int32_t>{2, 2, -2, -2, -1, 1}, Shape{6});
   REQUIRE(read<std::int32_t>(cpu, cpu.div(a, b)) ==
-          std::vector<std::int32_t>{3, -3, -3, 3, mn, mn});
+          std::vector<std::int32_t>{3, -4, -4, 3, mn, mn});  // floors
+  REQUIRE(read<std::int32_t>(cpu, cpu.fmod(a, b)) ==
+          std::vector<std::int32_t>{1, -1, 1, -1, 0, 0});  // truncates
   REQUIRE(read<std::int32_t>(cpu, cpu.remainder(a, b)) ==
           std::vector<std::int32_t>{1, 1, -1, -1, 0, 0});
   auto big =

@@ -47,20 +47,22 @@ TEMPLATE_TEST_CASE("reductions match naive loops over every dim", "[eigen_cpu]",
   auto first_or = [](auto g) {
     return [g](T acc, T x, std::int64_t pos) { return pos < 0 ? x : g(acc, x); };
   };
-  const auto add = first_or([](T x, T y) { return static_cast<T>(x + y); });
-  const auto mul = first_or([](T x, T y) { return static_cast<T>(x * y); });
+  // sum and prod of an integer tensor accumulate and return in i64 (as PyTorch does).
+  using S = std::conditional_t<std::is_integral_v<T>, std::int64_t, T>;
+  const auto add = [](S acc, T x, std::int64_t pos) { return pos < 0 ? S(x) : S(acc + S(x)); };
+  const auto mul = [](S acc, T x, std::int64_t pos) { return pos < 0 ? S(x) : S(acc * S(x)); };
   const auto mx = first_or([](T x, T y) { return x > y ? x : y; });
   const auto mn = first_or([](T x, T y) { return x < y ? x : y; });
   for (std::optional<std::size_t> dim :
        {std::optional<std::size_t>{}, std::optional<std::size_t>{0}, std::optional<std::size_t>{1},
         std::optional<std::size_t>{2}}) {
     INFO("dim " << (dim ? static_cast<int>(*dim) : -1));
-    require_close(read<T>(cpu, cpu.sum(a, dim, false)), naive_reduce<T>(v, s, dim, add), 1e-5);
-    require_close(read<T>(cpu, cpu.prod(a, dim, false)), naive_reduce<T>(v, s, dim, mul), 1e-5);
+    require_close(read<S>(cpu, cpu.sum(a, dim, false)), naive_reduce<S>(v, s, dim, add), 1e-5);
+    require_close(read<S>(cpu, cpu.prod(a, dim, false)), naive_reduce<S>(v, s, dim, mul), 1e-5);
     REQUIRE(read<T>(cpu, cpu.max(a, dim, false)) == naive_reduce<T>(v, s, dim, mx));
     REQUIRE(read<T>(cpu, cpu.min(a, dim, false)) == naive_reduce<T>(v, s, dim, mn));
     if constexpr (std::is_floating_point_v<T>) {
-      auto m = naive_reduce<T>(v, s, dim, add);
+      auto m = naive_reduce<S>(v, s, dim, add);
       const T n = static_cast<T>(dim ? s[*dim] : s.numel());
       for (auto& x : m) x /= n;
       require_close(read<T>(cpu, cpu.mean(a, dim, false)), m, 1e-5);
@@ -68,7 +70,7 @@ TEMPLATE_TEST_CASE("reductions match naive loops over every dim", "[eigen_cpu]",
   }
   auto kd = cpu.sum(a, std::size_t{1}, true);
   REQUIRE(kd.shape == Shape{3, 1, 5});
-  REQUIRE(kd.dtype == dtype_of<T>);
+  REQUIRE(kd.dtype == dtype_of<S>);
   REQUIRE(cpu.sum(a, std::nullopt, true).shape == Shape{1, 1, 1});
   REQUIRE(cpu.max(a, std::nullopt, false).shape == Shape{});
   if constexpr (std::is_integral_v<T>)

@@ -247,7 +247,7 @@ TEMPLATE_TEST_CASE(
   const F f_add = [](double x, double y) { return x + y; };
   const F f_sub = [](double x, double y) { return x - y; };
   const F f_mul = [](double x, double y) { return x * y; };
-  const F f_div = [](double x, double y) { return is_int ? std::trunc(x / y) : x / y; };
+  const F f_div = [](double x, double y) { return is_int ? std::floor(x / y) : x / y; };
   const F f_max = [](double x, double y) { return std::max(x, y); };
   const F f_min = [](double x, double y) { return std::min(x, y); };
   const F f_rem = [](double x, double y) { return floor_mod(x, y); };
@@ -354,11 +354,24 @@ TEMPLATE_TEST_CASE("remainder takes the sign of the divisor for negative operand
     const T x = make(r, std::vector<V>{mn, mn}, {2});
     CHECK(read<V>(x % V(-1)) == std::vector<V>{0, 0});
     CHECK(read<V>(x / V(-1)) == std::vector<V>{mn, mn});
-    // Division truncates toward zero.
+    // Division floors (Python's and torch's //), so that a == (a / b) * b + a % b for every
+    // pair; fmod truncates (C's %), pairing with truncating division.
     const T p = make(r, std::vector<V>{7, -7, 7, -7, 1, -1}, {6});
     const T q = make(r, std::vector<V>{2, 2, -2, -2, 3, 3}, {6});
-    CHECK(read<V>(p / q) == std::vector<V>{3, -3, -3, 3, 0, 0});
+    CHECK(read<V>(p / q) == std::vector<V>{3, -4, -4, 3, 0, -1});
+    CHECK(read<V>(ferry::fmod(p, q)) == std::vector<V>{1, -1, 1, -1, 1, -1});
+    CHECK(read<V>(ferry::fmod(x, V(-1))) == std::vector<V>{0, 0});
+    const auto quo = read<V>(ta / tb), rem = read<V>(ta % tb);
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      INFO("a " << a[i] << ", b " << b[i]);
+      CHECK(quo[i] * b[i] + rem[i] == a[i]);
+    }
   }
+  // fmod: the sign of the dividend (std::fmod, torch.fmod), for ints and floats alike.
+  const std::vector<V> fm{-1, 1, -1, 1, 0, 0, 0, -1, 5, -5, 0, 0};
+  CHECK(read<V>(ferry::fmod(ta, tb)) == fm);
+  CHECK(read<V>(ferry::fmod(ta, Scalar(V(4)))) ==
+        std::vector<V>{-3, 3, -3, 3, 2, -2, 0, -1, 1, -1, 3, -3});
   CHECK(read<V>(ta) == a);
   CHECK(read<V>(tb) == b);
 }
@@ -836,10 +849,12 @@ TEMPLATE_TEST_CASE(
       }
       lines = lines_along(src, dims, d);
     }
-    check_meta(got, od, is_arg ? DType::i64 : dt);
+    // arg* return i64 indices; sum and prod of ints accumulate and return in i64 (as PyTorch).
+    const bool widened = !is_float && (k == Red::sum || k == Red::prod);
+    check_meta(got, od, is_arg || widened ? DType::i64 : dt);
     std::vector<double> want;
     for (const auto& l : lines) want.push_back(reduce_line(k, l));
-    if (is_arg)
+    if (is_arg || widened)
       check_values(read<std::int64_t>(got), want, red_name(k));
     else
       check_values(read<V>(got), want, red_name(k));
@@ -880,22 +895,25 @@ TEMPLATE_TEST_CASE(
     CHECK_THROWS_AS(ferry::mean(x), ferry::DTypeError);
   }
 
-  // Rank 0 and empty extents: sum 0, prod 1 (mean NaN), shapes as for any other tensor.
+  // Rank 0 and empty extents: sum 0, prod 1 (mean NaN), shapes as for any other tensor;
+  // sum and prod of ints come back as i64.
+  using S = std::conditional_t<is_float, V, std::int64_t>;
+  const DType sdt = ferry::dtype_of<S>;
   const T s0 = make(r, std::vector<V>{V(3)}, {});
-  check_meta(ferry::sum(s0), {}, dt);
-  CHECK(read<V>(ferry::sum(s0)) == std::vector<V>{V(3)});
+  check_meta(ferry::sum(s0), {}, sdt);
+  CHECK(read<S>(ferry::sum(s0)) == std::vector<S>{S(3)});
   CHECK(read<std::int64_t>(ferry::argmax(s0)) == std::vector<std::int64_t>{0});
   const T e = make(r, std::vector<V>{}, {0, 3});
   const T es = ferry::sum(e, 0);
-  check_meta(es, {3}, dt);
-  CHECK(read<V>(es) == std::vector<V>(3, V(0)));
+  check_meta(es, {3}, sdt);
+  CHECK(read<S>(es) == std::vector<S>(3, S(0)));
   const T ep = ferry::prod(e, 0, true);
-  check_meta(ep, {1, 3}, dt);
-  CHECK(read<V>(ep) == std::vector<V>(3, V(1)));
+  check_meta(ep, {1, 3}, sdt);
+  CHECK(read<S>(ep) == std::vector<S>(3, S(1)));
   const T e1 = ferry::sum(e, 1);
-  check_meta(e1, {0}, dt);
-  CHECK(read<V>(e1).empty());
-  CHECK(read<V>(ferry::sum(e)) == std::vector<V>{V(0)});
+  check_meta(e1, {0}, sdt);
+  CHECK(read<S>(e1).empty());
+  CHECK(read<S>(ferry::sum(e)) == std::vector<S>{S(0)});
   if constexpr (is_float) CHECK(std::isnan(read<V>(ferry::mean(e))[0]));
 }
 
@@ -1016,12 +1034,12 @@ TEST_CASE("the C++ operators do what the named ops do", "[ops][operators]") {
   CHECK(read_bool(a == 0.25f) == naive_map<std::uint8_t>(av, [](float x) { return x == 0.25f; }));
   CHECK(read_bool(a >= -1.0) == naive_map<std::uint8_t>(av, [](float x) { return x >= -1.0f; }));
 
-  // Ints: % follows the divisor's sign, / truncates.
+  // Ints: % follows the divisor's sign, / floors.
   const std::vector<std::int32_t> iv{-7, 7, -8, 5, 0, 9}, jv{3, -3, 5};
   const T i = make(r, iv, {2, 3});
   const T j = make(r, jv, {3});
   CHECK(read<std::int32_t>(i % j) == std::vector<std::int32_t>{2, -2, 2, 2, 0, 4});
-  CHECK(read<std::int32_t>(i / j) == std::vector<std::int32_t>{-2, -2, -1, 1, 0, 1});
+  CHECK(read<std::int32_t>(i / j) == std::vector<std::int32_t>{-3, -3, -2, 1, 0, 1});
   CHECK(read<std::int32_t>(i % 4) == std::vector<std::int32_t>{1, 3, 0, 1, 0, 1});
   CHECK(read<std::int32_t>(2 * i - 1) == std::vector<std::int32_t>{-15, 13, -17, 9, -1, 17});
   CHECK(read<std::int32_t>(-i) == std::vector<std::int32_t>{7, -7, 8, -5, 0, -9});
@@ -1406,7 +1424,8 @@ TEST_CASE("an int tensor with a scalar it cannot hold exactly fails with ValueEr
   const T i = make(r, iv, {3});
   // Checked at the call in both modes: nothing is queued.
   REQUIRE_THROWS_MATCHES(i + 2.5, ferry::ValueError, Says("add") && Says("2.5") && Says("i32"));
-  REQUIRE_THROWS_MATCHES(i * (std::int64_t{1} << 40), ferry::ValueError, Says("mul") && Says("i32"));
+  REQUIRE_THROWS_MATCHES(i * (std::int64_t{1} << 40), ferry::ValueError,
+                         Says("mul") && Says("i32"));
   REQUIRE_NOTHROW(r.sync());
   // Whole-valued floating scalars are fine.
   CHECK(read<std::int32_t>(i + 2.0) == std::vector<std::int32_t>{3, 4, 5});

@@ -51,7 +51,8 @@ struct TensorRef {
 #define FERRY_UNARY_KINDS(X) \
   X(neg)                     \
   X(abs) X(relu) X(exp) X(log) X(sqrt) X(sin) X(cos) X(tanh) X(sigmoid) X(gelu) X(logical_not)
-#define FERRY_ARITH_KINDS(X) X(add) X(sub) X(mul) X(div) X(pow) X(maximum) X(minimum) X(remainder)
+#define FERRY_ARITH_KINDS(X) \
+  X(add) X(sub) X(mul) X(div) X(pow) X(maximum) X(minimum) X(remainder) X(fmod)
 #define FERRY_COMPARE_KINDS(X) \
   X(equal) X(not_equal) X(greater) X(greater_equal) X(less) X(less_equal)
 #define FERRY_LOGICAL_KINDS(X) X(logical_and) X(logical_or)

@@ -107,17 +107,8 @@ Tensor<B> binary_scalar(BinaryKind k, Tensor<B> a, Scalar s) {
     not_quantized(op, a.dtype());
   else
     want_kind(op, a.dtype(), {Kind::Float, Kind::Int}, "float or int operands");
-  if (!is_comparison(k) && kind_of(a.dtype()) == Kind::Int) {
-    // Checked here, not only in the kernel, so async callers hear of it at the call.
-    const double v = s.as<double>();
-    const double lo = a.dtype() == DType::i32 ? -2147483648.0 : -9223372036854775808.0;
-    const bool exact = !s.is_floating()
-                           ? (a.dtype() == DType::i64 || (v >= lo && v < -lo))
-                           : (std::isfinite(v) && std::trunc(v) == v && v >= lo && v < -lo);
-    if (!exact)
-      raise<ValueError>("value", "{}: scalar {} is not exactly representable as {}", op, s,
-                        a.dtype());
-  }
+  // Checked here, not only in the kernel, so async callers hear of it at the call.
+  if (!is_comparison(k)) scalar_fits(op, "scalar", s, a.dtype());
   const DType od = is_comparison(k) ? DType::boolean : a.dtype();
   op::BinaryScalar o{k, TA<B>::ref(a), s, out_ref(a, a.shape(), od)};
   return emit(TA<B>::core(a, op), dev, std::move(o), a);
@@ -134,12 +125,16 @@ Tensor<B> reduce(ReduceKind k, Tensor<B> x, std::optional<std::int64_t> dim, boo
   std::optional<std::size_t> d;
   if (dim) d = x.shape().axis(*dim, op);
   const bool is_arg = k == ReduceKind::argmax || k == ReduceKind::argmin;
-  if (x.numel() == 0 && (is_arg || k == ReduceKind::max || k == ReduceKind::min))
+  if (!d && x.numel() == 0 && (is_arg || k == ReduceKind::max || k == ReduceKind::min))
     raise<ValueError>("value", "{}: tensor of shape {} is empty", op, x.shape());
   if (d && x.shape()[*d] == 0 && (is_arg || k == ReduceKind::max || k == ReduceKind::min))
     raise<ValueError>("value", "{}: dim {} of shape {} is empty", op, *d, x.shape());
-  op::Reduce o{k, TA<B>::ref(x), d, keepdim,
-               out_ref(x, reduced(x.shape(), d, keepdim), is_arg ? DType::i64 : x.dtype())};
+  // Integer sums and products are i64, as in torch and numpy (accumulated in 64 bits).
+  const bool widen =
+      (k == ReduceKind::sum || k == ReduceKind::prod) && kind_of(x.dtype()) == Kind::Int;
+  op::Reduce o{
+      k, TA<B>::ref(x), d, keepdim,
+      out_ref(x, reduced(x.shape(), d, keepdim), is_arg || widen ? DType::i64 : x.dtype())};
   return emit(TA<B>::core(x, op), dev, std::move(o), x);
 }
 }  // namespace detail
@@ -176,6 +171,8 @@ template <Backend B>
 [[nodiscard]] Tensor<B> clamp(Tensor<B> x, Scalar lo, Scalar hi) {
   const auto dev = detail::common_device("clamp", x);
   detail::want_kind("clamp", x.dtype(), {Kind::Float, Kind::Int}, "float or int operands");
+  detail::scalar_fits("clamp", "min", lo, x.dtype());
+  detail::scalar_fits("clamp", "max", hi, x.dtype());
   if (lo.as<double>() > hi.as<double>())
     detail::raise<ValueError>("value", "clamp: min {} is greater than max {}", lo, hi);
   op::Clamp o{detail::TA<B>::ref(x), lo, hi, detail::out_ref(x, x.shape(), x.dtype())};

@@ -173,6 +173,18 @@ class Router {
                                 "one tensor",
                                 start, end, step, count);
     const auto n = static_cast<std::int64_t>(count);
+    if (kind_of(dtype) == Kind::Int) {  // exact in the dtype, the last value included
+      detail::scalar_fits("arange", "start", start, dtype);
+      detail::scalar_fits("arange", "step", step, dtype);
+      if (n > 0) {
+        const auto span = detail::mul_i64(n - 1, step.as<std::int64_t>());
+        const auto last = span ? detail::add_i64(start.as<std::int64_t>(), *span) : std::nullopt;
+        if (!last || !detail::scalar_exact_in(Scalar(*last), dtype))
+          detail::raise<ValueError>("value",
+                                    "arange: start {}, end {}, step {} run past the range of {}",
+                                    start, end, step, dtype);
+      }
+    }
     return detail::emit(core_, dev,
                         op::Arange{start, step, TensorRef{core_->new_id(), Shape{n}, dtype}});
   }
@@ -241,6 +253,7 @@ class Router {
   Tensor<B> full_as(const char* op, Shape shape, Scalar value, DType dtype, const Device& d) {
     const auto dev = core_->index_of(d, op);
     not_creatable(op, dtype);
+    detail::scalar_fits(op, "value", value, dtype);
     TensorRef out{core_->new_id(), std::move(shape), dtype};
     detail::check_output(*core_, dev, op, out);  // here, to name zeros/ones rather than full
     return detail::emit(core_, dev, op::Full{value, std::move(out)});

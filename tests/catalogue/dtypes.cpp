@@ -86,6 +86,38 @@ TEST_CASE("dtypes: i32 times the scalar 3000000000", "[dtypes]") {
   w.check_intact();
 }
 
+// One rule for scalars of another type, at the call (detail::scalar_fits): an int or bool tensor
+// takes a scalar only when it is exactly a value of its dtype; clamp bounds, full's value and
+// arange's start and step included (clamp used to truncate 0.5 to 0; arange failed at the read).
+TEST_CASE("dtypes: clamp of i32 with the bound 0.5", "[dtypes]") {
+  World w(CATALOGUE_MODES);
+  REQUIRE_RAISES(clamp(w.get("i32"), 0.5, 3), ValueError,
+                 "clamp: min 0.5 is not exactly representable as i32");
+  REQUIRE_RAISES(clamp(w.get("i64"), -1, 1e300), ValueError,
+                 "clamp: max 1e+300 is not exactly representable as i64");
+  w.check_intact();
+}
+
+TEST_CASE("dtypes: full of i32 with 0.5, of bool with 2", "[dtypes]") {
+  World w(CATALOGUE_MODES);
+  REQUIRE_RAISES(w.r.full({2}, 0.5, DType::i32, CpuDevice{0}), ValueError,
+                 "full: value 0.5 is not exactly representable as i32");
+  REQUIRE_RAISES(w.r.full({2}, 2, DType::boolean, CpuDevice{0}), ValueError,
+                 "full: value 2 is not exactly representable as bool");
+  w.check_intact();
+}
+
+TEST_CASE("dtypes: arange of i32 from 0.5, and past the range of i32", "[dtypes]") {
+  World w(CATALOGUE_MODES);
+  REQUIRE_RAISES(w.r.arange(0.5, 3, 1, DType::i32, CpuDevice{0}), ValueError,
+                 "arange: start 0.5 is not exactly representable as i32");
+  REQUIRE_RAISES(w.r.arange(0, 3, 0.5, DType::i64, CpuDevice{0}), ValueError,
+                 "arange: step 0.5 is not exactly representable as i64");
+  REQUIRE_RAISES(w.r.arange(0, 4e9, 1e9, DType::i32, CpuDevice{0}), ValueError,
+                 "arange: start 0, end 4000000000, step 1000000000 run past the range of i32");
+  w.check_intact();
+}
+
 TEST_CASE("dtypes: matmul of bool matrices", "[dtypes]") {
   World w(CATALOGUE_MODES);
   {

@@ -87,3 +87,33 @@ TEST_CASE("limits: a quantized tensor of [2^32, 2^32] from parts", "[limits]") {
                  "shape [4294967296, 4294967296] has more elements than int64 holds");
   w.check_intact();
 }
+
+TEST_CASE("limits: a valid shape past the device's memory limit is OutOfMemory at the op",
+          "[limits]") {
+  // set_memory_limit caps a device as a GPU's memory would: the op fails before the system
+  // allocator is asked, so this runs under AddressSanitizer too (async.cpp's 2^46 case cannot).
+  World w(CATALOGUE_MODES);
+  w.r.backend().set_memory_limit(std::int64_t{1} << 20);
+  REQUIRE(w.r.backend().memory_limit() == std::int64_t{1} << 20);
+  REQUIRE_KERNEL_RAISES(w, w.r.zeros({std::int64_t{1} << 20}, DType::f32, CpuDevice{1}),
+                        OutOfMemory,
+                        "op 'full' on device cpu:1 failed: [ferry.memory] full: device cpu:1 is "
+                        "out of memory making t",
+                        "f32[1048576] (4194304 bytes)");
+  // An empty matmul's output is all zeros, and still has to fit: [3, 0] x [0, 2^31] -> 24 GiB.
+  {
+    const auto a = w.r.zeros({3, 0}, DType::f32, CpuDevice{0});
+    const auto b = w.r.zeros({0, k32 / 2}, DType::f32, CpuDevice{0});
+    REQUIRE_KERNEL_RAISES(w, matmul(a, b), OutOfMemory,
+                          "op 'matmul' on device cpu:0 failed: [ferry.memory] matmul: device "
+                          "cpu:0 is out of memory making t",
+                          "f32[3, 2147483648] (25769803776 bytes)");
+  }
+  // Within the limit, and an empty tensor, still allocate.
+  REQUIRE(w.r.zeros({3}, DType::f32, CpuDevice{1}).to_data().to_vector<float>() ==
+          std::vector<float>{0, 0, 0});
+  REQUIRE(w.r.zeros({0, k62}, DType::f32, CpuDevice{1}).to_data().to_vector<float>().empty());
+  w.r.backend().set_memory_limit(-1);
+  REQUIRE(w.r.backend().memory_limit() == std::numeric_limits<std::int64_t>::max());
+  w.check_intact();
+}

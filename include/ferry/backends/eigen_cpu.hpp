@@ -49,13 +49,14 @@ namespace ferry {
 /// from host data) of 1 MiB or more over every core (serially under FERRY_SERIAL_KERNELS).
 ///
 /// **Numbers.** Integer add/sub/mul/neg/abs/sum/prod/matmul wrap on overflow (two's
-/// complement, never UB). Integer div truncates toward zero; div and remainder by zero throw
-/// ValueError; INT_MIN / -1 wraps to INT_MIN and INT_MIN % -1 is 0. remainder takes the sign of
-/// the divisor (torch.remainder) for ints and floats. Integer pow with a negative exponent
-/// throws ValueError. maximum/minimum/max/min/clamp propagate NaN; argmax/argmin return the
-/// first NaN, else the first of equal extremes. Float -> int casts truncate, map NaN to 0 and
-/// saturate out-of-range values. Scalar operands of arithmetic ops must be exact in an integer
-/// tensor's dtype (ValueError otherwise); comparisons with scalars are exact.
+/// complement, never UB). Integer div floors (Python's and torch's `//`) and remainder takes
+/// the sign of the divisor (torch.remainder), so a == div(a, b) * b + remainder(a, b); fmod
+/// truncates (C's `%`, torch.fmod) for ints and floats. Integer div, remainder and fmod by zero
+/// throw ValueError; INT_MIN / -1 wraps to INT_MIN and INT_MIN % -1 is 0. Integer pow with a
+/// negative exponent throws ValueError. maximum/minimum/max/min/clamp propagate NaN; argmax/argmin
+/// return the first NaN, else the first of equal extremes. Float -> int casts truncate, map NaN to
+/// 0 and saturate out-of-range values. Scalar operands of arithmetic ops must be exact in an
+/// integer tensor's dtype (ValueError otherwise); comparisons with scalars are exact.
 ///
 /// **Compile time.** This header declares the kernels and includes no Eigen header. Their
 /// definitions, one file per op family under `eigen_cpu/impl/`, are compiled once into the
@@ -102,6 +103,27 @@ class EigenCpu {
     acc_->check(d.index, "cached_bytes");
     return (*acc_)[d.index].cache.cached_bytes();
   }
+  /// Caps the live tensor bytes of every device at `bytes` (as a GPU's memory would): an op
+  /// whose output passes it fails with OutOfMemory before the system allocator is asked. The
+  /// default is no cap; a negative value means no cap. The fuzzers set 256 MiB.
+  void set_memory_limit(std::int64_t bytes) const noexcept {
+    const std::int64_t v = bytes < 0 ? std::numeric_limits<std::int64_t>::max() : bytes;
+    for (int i = 0; i < acc_->size(); ++i) (*acc_)[i].limit.store(v, std::memory_order_relaxed);
+  }
+  /// The cap set by set_memory_limit (INT64_MAX when none).
+  [[nodiscard]] std::int64_t memory_limit() const noexcept {
+    return acc_->size() > 0 ? (*acc_)[0].limit.load(std::memory_order_relaxed)
+                            : std::numeric_limits<std::int64_t>::max();
+  }
+  /// Poison mode on every device: memory handed to a kernel is filled with 0xFF bytes first, so
+  /// a kernel that reads what it did not write shows NaN / -1 instead of stale values. Also on
+  /// when FERRY_POISON_MEMORY=1 is set as the backend is made (CI runs the tests so).
+  void set_poison_memory(bool on) const noexcept {
+    for (int i = 0; i < acc_->size(); ++i) (*acc_)[i].cache.set_poison(on);
+  }
+  [[nodiscard]] bool poison_memory() const noexcept {
+    return acc_->size() > 0 && (*acc_)[0].cache.poison();
+  }
   /// Gives every device's cached memory back to the system (live tensors are untouched).
   void empty_cache() const noexcept {
     for (int i = 0; i < acc_->size(); ++i) (*acc_)[i].cache.release();
@@ -144,6 +166,7 @@ class EigenCpu {
   FERRY_CPU_BINARY(maximum)
   FERRY_CPU_BINARY(minimum)
   FERRY_CPU_BINARY(remainder)
+  FERRY_CPU_BINARY(fmod)
   // comparisons, to bool (impl/compare.hpp)
   FERRY_CPU_BINARY(equal)
   FERRY_CPU_BINARY(not_equal)

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -57,6 +58,32 @@ inline void want_kind(const char* op, DType d, std::initializer_list<Kind> kinds
   for (Kind k : kinds)
     if (kind_of(d) == k) return;
   raise<DTypeError>("dtype", "{}: needs {}, got {}", op, what, d);
+}
+
+/// True when `s` is exactly a value of dtype `d`: any scalar for a float dtype (it is rounded to
+/// nearest, as in torch); for an int dtype an integral value in its range; for bool 0 or 1.
+inline bool scalar_exact_in(const Scalar& s, DType d) {
+  if (kind_of(d) == Kind::Float) return true;
+  if (d == DType::boolean) {
+    const double v = s.as<double>();
+    return v == 0.0 || v == 1.0;
+  }
+  if (!s.is_floating()) {
+    const auto v = s.as<std::int64_t>();
+    return d == DType::i64 || (v >= INT32_MIN && v <= INT32_MAX);
+  }
+  const double v = s.as<double>();
+  const double lo = d == DType::i32 ? -2147483648.0 : -9223372036854775808.0;
+  return std::isfinite(v) && std::trunc(v) == v && v >= lo && v < -lo;
+}
+
+/// The one rule for a scalar operand of an int or bool tensor (arithmetic, clamp bounds, full's
+/// value, arange's start and step): it must be exactly representable in the tensor's dtype, else
+/// ValueError at the call naming `op` and what the scalar is (`i32 + 0.5`, `clamp(i32, 0.5, 3)`,
+/// `full(..., 0.5, i32)` all fail alike). Comparisons are exempt: they compare exact values.
+inline void scalar_fits(const char* op, const char* what, const Scalar& s, DType d) {
+  if (!scalar_exact_in(s, d))
+    raise<ValueError>("value", "{}: {} {} is not exactly representable as {}", op, what, s, d);
 }
 
 /// Output shape of a reduction along `dim` (all dims when empty).

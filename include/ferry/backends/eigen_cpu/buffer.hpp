@@ -8,6 +8,9 @@
 #include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <new>
@@ -44,8 +47,18 @@ namespace detail::cpu {
 /// to 256 bytes, then eight classes per power of two: at most 12.5% slack) and kept per class
 /// up to `limit` bytes in all; past that a freed block goes back to the allocator at once.
 /// `release()` empties the cache. Thread-safe: tensors are freed on any thread.
+///
+/// **Poison mode** (`set_poison(true)`, or the environment variable FERRY_POISON_MEMORY=1 when
+/// the backend is made): every block and sized vector handed out, fresh or recycled, is first
+/// filled with 0xFF bytes: NaN in every float type, -1 in signed and the maximum in unsigned
+/// ints, an invalid bool. A kernel that reads an output element it did not write then returns
+/// those instead of zeros (fresh pages) or an earlier tensor's values (recycled ones), so the
+/// test suite run in this mode (CI does) finds it. It costs a memset per allocation.
 class MemoryCache {
  public:
+  /// The byte poison mode fills handed-out memory with.
+  static constexpr unsigned char kPoison = 0xFF;
+
   explicit MemoryCache(std::size_t limit = 0) : limit_(limit) {}
   MemoryCache(const MemoryCache&) = delete;
   MemoryCache& operator=(const MemoryCache&) = delete;
@@ -68,16 +81,19 @@ class MemoryCache {
   /// is cached.
   [[nodiscard]] std::byte* take_block(std::size_t cls) {
     if (cls == 0) return nullptr;
+    std::byte* p = nullptr;
     {
       std::lock_guard lk(mu_);
       if (auto it = blocks_.find(cls); it != blocks_.end() && !it->second.empty()) {
-        std::byte* p = it->second.back();
+        p = it->second.back();
         it->second.pop_back();
         cached_ -= cls;
-        return p;
       }
     }
-    return static_cast<std::byte*>(::operator new (cls, std::align_val_t{kBlockAlign}));
+    if (p == nullptr)
+      p = static_cast<std::byte*>(::operator new (cls, std::align_val_t{kBlockAlign}));
+    if (poison()) std::memset(p, kPoison, cls);
+    return p;
   }
   /// Keeps `p` (from take_block with the same `cls`) for reuse, or frees it.
   void give_block(std::byte* p, std::size_t cls) noexcept {
@@ -115,6 +131,7 @@ class MemoryCache {
       v.reserve(size_class(n));
     }
     v.resize(n);
+    if (poison()) std::memset(v.data(), kPoison, n);
     return v;
   }
   /// Keeps `v`'s memory for reuse (or lets it go).
@@ -151,6 +168,10 @@ class MemoryCache {
     if (limit == 0) release();
   }
 
+  /// Poison mode (see the class comment).
+  void set_poison(bool on) noexcept { poison_.store(on, std::memory_order_relaxed); }
+  [[nodiscard]] bool poison() const noexcept { return poison_.load(std::memory_order_relaxed); }
+
   static constexpr std::size_t kBlockAlign = 64;
 
  private:
@@ -169,13 +190,23 @@ class MemoryCache {
   std::unordered_map<std::size_t, std::vector<std::vector<std::byte>>> vectors_;
   std::size_t cached_ = 0;
   std::size_t limit_;
+  std::atomic<bool> poison_{false};
 };
+
+/// True when the environment asks for poison mode: FERRY_POISON_MEMORY set, and not to "0".
+inline bool poison_from_env() noexcept {
+  const char* v = std::getenv("FERRY_POISON_MEMORY");
+  return v != nullptr && *v != '\0' && !(v[0] == '0' && v[1] == '\0');
+}
 
 /// Live bytes and buffers ever allocated on one device, and its cache of freed memory.
 /// Buffers on any thread touch these, so they are atomics (and the cache locks).
 struct DeviceCounters {
   std::atomic<std::int64_t> bytes{0};
   std::atomic<std::int64_t> allocations{0};
+  /// Most live bytes the device may hold (a GPU's memory size, say); past it an allocation is
+  /// std::bad_alloc before the system allocator is asked.
+  std::atomic<std::int64_t> limit{std::numeric_limits<std::int64_t>::max()};
   MemoryCache cache;
 };
 
@@ -187,8 +218,11 @@ class Accounts {
       : n_(num_devices),
         counters_(std::make_unique<DeviceCounters[]>(
             static_cast<std::size_t>(num_devices < 0 ? 0 : num_devices))) {
-    for (int i = 0; i < n_; ++i)
+    const bool poison = poison_from_env();
+    for (int i = 0; i < n_; ++i) {
       counters_[static_cast<std::size_t>(i)].cache.set_limit(cache_limit);
+      counters_[static_cast<std::size_t>(i)].cache.set_poison(poison);
+    }
   }
   [[nodiscard]] int size() const noexcept { return n_; }
   [[nodiscard]] DeviceCounters& operator[](int device) const noexcept {
@@ -240,8 +274,20 @@ class CpuBuffer {
       : accounts_(std::move(accounts)), device_(device), size_(bytes) {
     accounts_->check(device_, "alloc");
     auto& c = (*accounts_)[device_];
-    if (size_ > 0) data_ = c.cache.take_block(detail::cpu::MemoryCache::size_class(size_));
-    c.bytes.fetch_add(static_cast<std::int64_t>(size_), std::memory_order_relaxed);
+    // Reserve the bytes against the device's limit first (size_ < 2^63: byte_size checked it),
+    // and give them back if the limit or the allocator says no.
+    const auto n = static_cast<std::int64_t>(size_);
+    const std::int64_t before = c.bytes.fetch_add(n, std::memory_order_relaxed);
+    if (n > 0 && n > c.limit.load(std::memory_order_relaxed) - before) {
+      c.bytes.fetch_sub(n, std::memory_order_relaxed);
+      throw std::bad_alloc();
+    }
+    try {
+      if (size_ > 0) data_ = c.cache.take_block(detail::cpu::MemoryCache::size_class(size_));
+    } catch (...) {
+      c.bytes.fetch_sub(n, std::memory_order_relaxed);
+      throw;
+    }
     c.allocations.fetch_add(1, std::memory_order_relaxed);
   }
   ~CpuBuffer() {

@@ -43,13 +43,15 @@ enum class BinOp : std::uint8_t {
   maximum,
   minimum,
   remainder,
+  fmod,
   logical_and,
   logical_or
 };
 
 constexpr const char* op_name(BinOp op) noexcept {
-  constexpr const char* names[] = {"add",     "sub",     "mul",       "div",         "pow",
-                                   "maximum", "minimum", "remainder", "logical_and", "logical_or"};
+  constexpr const char* names[] = {"add",  "sub",         "mul",       "div",
+                                   "pow",  "maximum",     "minimum",   "remainder",
+                                   "fmod", "logical_and", "logical_or"};
   return names[static_cast<int>(op)];
 }
 
@@ -66,9 +68,10 @@ constexpr T ipow(T x, T e) noexcept {
 }
 
 /// One element of a binary op. Integer add/sub/mul/neg wrap (computed unsigned, so never
-/// UB); div truncates toward zero and INT_MIN / -1 wraps to INT_MIN; remainder takes the sign
-/// of the divisor (torch.remainder). Zero divisors and negative integer exponents are
-/// rejected before any element is computed.
+/// UB); div floors (torch's and Python's `//`) and INT_MIN / -1 wraps to INT_MIN; remainder
+/// takes the sign of the divisor (torch.remainder), so a == (a / b) * b + a % b always holds;
+/// fmod takes the sign of the dividend (C's `%`, std::fmod, torch.fmod). Zero divisors and
+/// negative integer exponents are rejected before any element is computed.
 template <BinOp op, class T>
 inline T binary_one(T a, T b) noexcept {
   if constexpr (op == BinOp::logical_and) {
@@ -80,14 +83,18 @@ inline T binary_one(T a, T b) noexcept {
     if constexpr (op == BinOp::add) return static_cast<T>(static_cast<U>(a) + static_cast<U>(b));
     if constexpr (op == BinOp::sub) return static_cast<T>(static_cast<U>(a) - static_cast<U>(b));
     if constexpr (op == BinOp::mul) return static_cast<T>(static_cast<U>(a) * static_cast<U>(b));
-    if constexpr (op == BinOp::div)
-      return b == T(-1) ? static_cast<T>(U(0) - static_cast<U>(a)) : static_cast<T>(a / b);
+    if constexpr (op == BinOp::div) {
+      if (b == T(-1)) return static_cast<T>(U(0) - static_cast<U>(a));
+      const T q = static_cast<T>(a / b);
+      return (a % b != 0 && ((a < 0) != (b < 0))) ? static_cast<T>(q - 1) : q;
+    }
     if constexpr (op == BinOp::remainder) {
       if (b == T(-1)) return T(0);
       T r = static_cast<T>(a % b);
       if (r != 0 && ((r < 0) != (b < 0))) r = static_cast<T>(r + b);
       return r;
     }
+    if constexpr (op == BinOp::fmod) return b == T(-1) ? T(0) : static_cast<T>(a % b);
     if constexpr (op == BinOp::pow) return ipow(a, b);
     if constexpr (op == BinOp::maximum) return a > b ? a : b;
     if constexpr (op == BinOp::minimum) return a < b ? a : b;
@@ -102,6 +109,7 @@ inline T binary_one(T a, T b) noexcept {
       if (r != 0 && ((r < 0) != (b < 0))) r += b;
       return r;
     }
+    if constexpr (op == BinOp::fmod) return std::fmod(a, b);
     if constexpr (op == BinOp::maximum) return (a != a || b != b) ? a + b : (a > b ? a : b);
     if constexpr (op == BinOp::minimum) return (a != a || b != b) ? a + b : (a < b ? a : b);
   }
@@ -152,7 +160,7 @@ void binary_run(T* o, const T* a, bool va, const T* b, bool vb, std::int64_t n) 
 template <BinOp op, class T>
 void check_domain(const T* b, std::int64_t n) {
   if constexpr (std::is_integral_v<T> && is_numeric_v<T>) {
-    if constexpr (op == BinOp::div || op == BinOp::remainder) {
+    if constexpr (op == BinOp::div || op == BinOp::remainder || op == BinOp::fmod) {
       for (std::int64_t i = 0; i < n; ++i)
         if (b[i] == T(0))
           detail::raise<ValueError>("cpu.zero_division", "{}: integer division by zero ({})",

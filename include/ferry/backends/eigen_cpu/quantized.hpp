@@ -75,10 +75,13 @@ inline CpuTensor q_matmul(const AccountsPtr& acc, const CpuTensor& x, const CpuQ
   if (p.shape.rank() != 2 || x.shape.rank() < 2 || x.shape[x.shape.rank() - 1] != p.shape[0])
     raise<ShapeError>("shape", "q_matmul: shapes {} and {} do not fit", x.shape, p.shape);
   const std::int64_t K = p.shape[0], N = p.shape[1];
-  const std::int64_t M = x.numel() / std::max<std::int64_t>(K, 1);
   std::vector<std::int64_t> od = x.shape.to_vector();
   od.back() = N;
   CpuTensor out = alloc(acc, x.device, Shape(std::move(od)), x.dtype);
+  if (out.numel() == 0) return out;
+  // The rows of x: from the output, since with K == 0 x has no elements to count them by (the
+  // output is then all zeros, written by setZero below).
+  const std::int64_t M = out.numel() / N;
   using RowMat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
   using RowMatD = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
   const std::int64_t tile_rows = std::clamp<std::int64_t>(

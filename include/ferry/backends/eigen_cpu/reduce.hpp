@@ -108,7 +108,9 @@ T fold(const T* p, std::int64_t n) {
 }
 
 /// sum/prod/mean/max/min. A reduced extent of 1 returns the input's buffer reshaped (shared,
-/// zero-copy). Empty extents: sum 0, prod 1, mean NaN, max/min ValueError.
+/// zero-copy). Empty extents: sum 0, prod 1, mean NaN, max/min ValueError. Integer sum and prod
+/// accumulate in and return i64 (wrapping modulo 2^64), as torch.sum and numpy do: sum of i32
+/// {INT_MAX, 1} is 2^31, not INT_MIN.
 template <RedOp op>
 CpuTensor reduce(const AccountsPtr& acc, CpuTensor a, std::optional<std::size_t> dim,
                  bool keepdim) {
@@ -117,6 +119,8 @@ CpuTensor reduce(const AccountsPtr& acc, CpuTensor a, std::optional<std::size_t>
   const Kind k = kind_of(a.dtype);
   if (op == RedOp::mean ? k != Kind::Float : (k != Kind::Float && k != Kind::Int))
     detail::raise<DTypeError>("cpu.dtype", "{}: {} operands are not supported", name, a.dtype);
+  if constexpr (op == RedOp::sum || op == RedOp::prod)
+    if (k == Kind::Int && a.dtype != DType::i64) a = cast(acc, std::move(a), DType::i64, name);
   ReduceGeom g = reduce_geom(a.shape, dim, keepdim, name);
   if (g.n == 0 && (op == RedOp::max || op == RedOp::min))
     detail::raise<ValueError>("cpu.empty",

@@ -1,5 +1,5 @@
-// Ferry: EigenCpu's broadcast arithmetic: add, sub, mul, div, pow, maximum, minimum, remainder —
-// the definitions of eigen_cpu.hpp's declarations for this family. Compiled once by
+// Ferry: EigenCpu's broadcast arithmetic: add, sub, mul, div, pow, maximum, minimum, remainder,
+// fmod — the definitions of eigen_cpu.hpp's declarations for this family. Compiled once by
 // src/eigen_cpu/binary.cpp, or included inline by eigen_cpu.hpp with FERRY_HEADER_ONLY. Nothing but
 // those two includes this file. SPDX-License-Identifier: MIT
 #pragma once
@@ -26,6 +26,7 @@ FERRY_CPU_BINARY(pow, pow)
 FERRY_CPU_BINARY(maximum, maximum)
 FERRY_CPU_BINARY(minimum, minimum)
 FERRY_CPU_BINARY(remainder, remainder)
+FERRY_CPU_BINARY(fmod, fmod)
 #undef FERRY_CPU_BINARY
 
 }  // namespace ferry
