@@ -53,8 +53,8 @@ struct Step {
 
 struct Outcome {
   enum Kind : std::uint8_t { none, value, error } kind = none;
-  std::string type;   // error: the exception's dynamic type
-  std::string text;   // value: encoded bytes; error: what()
+  std::string type;  // error: the exception's dynamic type
+  std::string text;  // value: encoded bytes; error: what()
 };
 
 std::string type_name(const std::exception& e) { return typeid(e).name(); }
@@ -85,10 +85,55 @@ std::string encode(const T& t) {
 }
 
 constexpr DType kDTypes[] = {DType::f32, DType::f64, DType::i32, DType::i64, DType::boolean};
-constexpr float kFloats[] = {0.0f, 1.0f, -1.0f, 2.0f, 0.5f, -3.0f, 1.5f, 100.0f, -0.0f, 7.0f,
-                             -2.5f, 3.0f, 0.25f, -8.0f, __builtin_nanf(""), __builtin_inff()};
+constexpr float kFloats[] = {0.0f,
+                             1.0f,
+                             -1.0f,
+                             2.0f,
+                             0.5f,
+                             -3.0f,
+                             1.5f,
+                             100.0f,
+                             -0.0f,
+                             7.0f,
+                             -2.5f,
+                             3.0f,
+                             0.25f,
+                             -8.0f,
+                             __builtin_nanf(""),
+                             __builtin_inff()};
+
+/// Sizes at the limits of int64, for the arguments that take sizes: dims, range bounds and
+/// steps, block sizes, repeat counts.
+constexpr std::int64_t kHuge[] = {std::int64_t{1} << 31,
+                                  (std::int64_t{1} << 31) - 1,
+                                  std::int64_t{1} << 32,
+                                  std::int64_t{1} << 62,
+                                  INT64_MAX,
+                                  INT64_MAX - 1,
+                                  -1,
+                                  INT64_MIN};
+
+/// Shapes at the limits (rank byte's top bits 11): an empty dim beside huge ones (valid: no
+/// elements), two huge dims whose count overflows int64 (ShapeError at the call), one dim of
+/// 2^62 or more (more bytes than any device: OutOfMemory, at the call or from the allocator), or a
+/// negative dim. None of them asks for memory a process could actually have.
+Shape extreme_shape(std::uint8_t rank_byte, std::uint8_t dims_byte) {
+  const std::int64_t h1 = kHuge[dims_byte & 7], h2 = kHuge[(dims_byte >> 3) & 7];
+  const auto big = [](std::int64_t h) { return h < 0 || h >= (std::int64_t{1} << 32) ? h : h * 4; };
+  switch (rank_byte & 3) {
+    case 0:
+      return Shape{0, h1 < 0 ? 3 : h1};
+    case 1:
+      return Shape{big(h1), big(h2)};
+    case 2:
+      return Shape{h1 >= 0 && h1 < (std::int64_t{1} << 62) ? std::int64_t{1} << 62 : h1};
+    default:
+      return Shape{2, h2 < 0 ? h2 : 0, big(h1)};
+  }
+}
 
 Shape shape_of(std::uint8_t rank_byte, std::uint8_t dims_byte) {
+  if ((rank_byte & 0xC0) == 0xC0 && (dims_byte & 0x40)) return extreme_shape(rank_byte, dims_byte);
   const int rank = rank_byte % 4;
   std::vector<std::int64_t> d;
   for (int i = 0; i < rank; ++i) {
@@ -103,10 +148,19 @@ Scalar scalar_of(std::uint8_t b) {
   return Scalar(static_cast<std::int64_t>(b & 15) - 4);
 }
 
+/// A backend whose devices hold 256 MiB each: a valid shape of a few GiB or more (an empty
+/// matmul's [3, 2^31] output, a bool [2^62]) is OutOfMemory at the op, as on a GPU, instead of
+/// a request the fuzzer's malloc limit or ASan would stop the process for.
+EigenCpu limited(int ndev) {
+  EigenCpu cpu(ndev);
+  cpu.set_memory_limit(std::int64_t{256} << 20);
+  return cpu;
+}
+
 class Driver {
  public:
   Driver(bool async, int ndev, const std::vector<Outcome>* expected)
-      : async_(async), ndev_(ndev), expected_(expected), r_(EigenCpu(ndev), options(async)) {}
+      : async_(async), ndev_(ndev), expected_(expected), r_(limited(ndev), options(async)) {}
 
   void run(const std::vector<Step>& steps) {
     for (std::size_t i = 0; i < steps.size(); ++i) step(steps[i], i);
@@ -127,9 +181,10 @@ class Driver {
       const auto st = r_.stats(CpuDevice{d});
       const auto bytes = r_.backend().allocated_bytes(CpuDevice{d});
       if (st.live_tensors != 0 || st.live_bytes != 0 || bytes != 0)
-        fail(fmt::format("{} mode: cpu:{} holds {} tensors, {} live bytes, {} allocated bytes "
-                         "after dropping everything",
-                         async_ ? "async" : "inline", d, st.live_tensors, st.live_bytes, bytes));
+        fail(
+            fmt::format("{} mode: cpu:{} holds {} tensors, {} live bytes, {} allocated bytes "
+                        "after dropping everything",
+                        async_ ? "async" : "inline", d, st.live_tensors, st.live_bytes, bytes));
     }
   }
 
@@ -187,6 +242,7 @@ class Driver {
       case 2: {
         std::vector<std::int64_t> blk;
         for (int i = 0; i < 1 + (s.a[3] % 2); ++i) blk.push_back(1 + ((s.a[3] >> (2 + 2 * i)) & 3));
+        if ((s.a[3] & 0xC0) == 0xC0) blk.back() = kHuge[s.a[1] & 7];  // huge, or invalid (< 1)
         sc = sc.per_block(std::move(blk));
         break;
       }
@@ -231,8 +287,8 @@ class Driver {
     for (std::size_t i = 0; i < r; ++i) p[i] = static_cast<std::int64_t>(i);
     if (r > 1)
       for (std::size_t i = r - 1; i > 0; --i) std::swap(p[i], p[(b >> i) % (i + 1)]);
-    if (b & 0x80 && !p.empty()) p[0] = -1;    // negative axis (allowed, counted from the end)
-    if (b & 0x40) p.push_back(0);              // wrong length or repeated axis
+    if (b & 0x80 && !p.empty()) p[0] = -1;  // negative axis (allowed, counted from the end)
+    if (b & 0x40) p.push_back(0);           // wrong length or repeated axis
     return p;
   }
 
@@ -248,6 +304,11 @@ class Driver {
       if (rg.end == -2) rg.end = 100;  // past the end: clamped
       rg.step = (b1 & 0x40) ? 1 + ((v >> 2) & 1) : 1;
       if ((b1 & 0x60) == 0x60) rg.step = 0;  // invalid
+      if ((b2 & 0xC0) == 0xC0) {             // bounds and steps at the limits of int64
+        rg.start = (v & 1) ? INT64_MIN : kHuge[(b1 >> 2) & 7];
+        rg.end = (v & 2) ? INT64_MAX : -kHuge[(b1 >> 2) & 1];
+        if (b1 & 0x40) rg.step = kHuge[(v >> 2) & 7];
+      }
       out.push_back(rg);
     }
     return out;
@@ -260,7 +321,9 @@ class Driver {
       case 0: {  // from_vector
         const DType dt = kDTypes[a[0] % 5];
         Shape sh = shape_of(a[1], a[2]);
-        const auto n = sh.numel();
+        // A huge valid count gets no values (TensorData's ShapeError); an overflowing one throws
+        // ShapeError from numel() itself, in both modes alike.
+        const auto n = std::min<std::int64_t>(sh.numel(), 1 << 12);
         switch (dt) {
           case DType::f32:
             return r_.from_vector(values<float>(n, a[3]), sh, dev(a[4]));
@@ -285,8 +348,8 @@ class Driver {
         if (a[5] & 1)
           return r_.arange(Scalar(static_cast<double>(static_cast<std::int8_t>(a[1]) % 8) / 2),
                            Scalar(static_cast<double>(static_cast<std::int8_t>(a[2]) % 8) / 2),
-                           Scalar(static_cast<double>(static_cast<std::int8_t>(a[3]) % 5) / 2),
-                           dt, dev(a[4]));
+                           Scalar(static_cast<double>(static_cast<std::int8_t>(a[3]) % 5) / 2), dt,
+                           dev(a[4]));
         return r_.arange(Scalar(static_cast<std::int64_t>(static_cast<std::int8_t>(a[1]) % 8)),
                          Scalar(static_cast<std::int64_t>(static_cast<std::int8_t>(a[2]) % 8)),
                          Scalar(static_cast<std::int64_t>(static_cast<std::int8_t>(a[3]) % 3)), dt,
@@ -309,11 +372,11 @@ class Driver {
       case 5: {  // binary, tensor-tensor
         T x = arg(a[1]);
         T y = arg(a[2]);
-        return ferry::detail::binary(static_cast<ferry::BinaryKind>(a[0] % 16), std::move(x),
+        return ferry::detail::binary(static_cast<ferry::BinaryKind>(a[0] % 17), std::move(x),
                                      std::move(y));
       }
       case 6:  // binary with a scalar (arith and comparisons)
-        return ferry::detail::binary_scalar(static_cast<ferry::BinaryKind>(a[0] % 14), arg(a[1]),
+        return ferry::detail::binary_scalar(static_cast<ferry::BinaryKind>(a[0] % 15), arg(a[1]),
                                             scalar_of(a[2]));
       case 7: {  // where
         T m = arg(a[0]);
@@ -392,15 +455,15 @@ class Driver {
     }
     const std::size_t dst = s.a[7] & 7;
     if (trace_)
-      std::fprintf(stderr, "%s step %zu op %d: %s %s\n", async_ ? "async " : "inline", i,
-                   s.op % 22,
+      std::fprintf(stderr, "%s step %zu op %d: %s %s\n", async_ ? "async " : "inline", i, s.op % 22,
                    res ? "tensor" : (o.kind == Outcome::error ? o.type.c_str() : "-"),
                    o.kind == Outcome::error ? o.text.c_str() : "");
     if (!async_) {
       if (res) {
         o.kind = Outcome::value;
         o.text = encode(*res);
-        if (o.text.starts_with("!")) fail(fmt::format("step {}: inline read failed: {}", i, o.text));
+        if (o.text.starts_with("!"))
+          fail(fmt::format("step {}: inline read failed: {}", i, o.text));
         slot_[dst] = std::move(*res);
       }
       outcomes.push_back(std::move(o));
@@ -438,8 +501,9 @@ class Driver {
     if (s.a[6] & 1) {
       const std::string v = encode(*res);
       if (v != want.text)
-        fail(fmt::format("step {} (op {}): async value differs from inline:\n  async  {}\n  inline {}",
-                         i, s.op % 22, v, want.text));
+        fail(fmt::format(
+            "step {} (op {}): async value differs from inline:\n  async  {}\n  inline {}", i,
+            s.op % 22, v, want.text));
     } else {
       pending_.emplace_back(*res, i);
     }
