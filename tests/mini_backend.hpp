@@ -87,6 +87,19 @@ struct Faulty : Backend {
   }
 };
 
+/// mini that cannot be copied, as a backend owning a GPU context or a connection: it holds its
+/// "context" through a std::unique_ptr. A router must move it in.
+struct MoveOnly : Backend {
+  std::unique_ptr<int> context = std::make_unique<int>(42);
+  MoveOnly() = default;
+  MoveOnly(const MoveOnly&) = delete;
+  MoveOnly& operator=(const MoveOnly&) = delete;
+  MoveOnly(MoveOnly&&) noexcept = default;
+  MoveOnly& operator=(MoveOnly&&) noexcept = default;
+  ~MoveOnly() = default;
+  static constexpr std::string_view name() { return "move-only"; }
+};
+
 }  // namespace mini
 
 template <>

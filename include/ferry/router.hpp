@@ -82,10 +82,12 @@ class Router {
  public:
   using Device = typename B::Device;
 
-  /// A router over every device the backend reports (`backend.devices()`).
+  /// A router over every device the backend reports (`backend.devices()`). The backend is
+  /// taken by value and moved into the router, so a move-only backend works: pass
+  /// `std::move(b)` (or a temporary); an lvalue is copied.
   explicit Router(B backend, RouterOptions opts = {}) requires requires(const B& b) {
     { b.devices() } -> std::convertible_to<std::vector<Device>>;
-  } : Router(backend, backend.devices(), opts) {
+  } : Router(Moved{}, std::move(backend), opts) {
   }
   /// A router over the given devices. A template, so that a braced `{.trace = true}` in the
   /// second place can only mean RouterOptions.
@@ -221,6 +223,14 @@ class Router {
     for (auto x : s)
       if (x < 0) detail::raise<ShapeError>("shape", "{}: shape {} has a negative dim", op, s);
   }
+
+  // The first constructor's body. make_shared takes its arguments by reference, so
+  // backend.devices() has run before the backend is moved into the core (delegating with
+  // `Router(std::move(backend), backend.devices(), opts)` could move it first).
+  struct Moved {};
+  Router(Moved, B&& backend, RouterOptions opts)
+      : core_(std::make_shared<detail::RouterCore<B>>(
+            std::move(backend), std::vector<Device>(backend.devices()), opts)) {}
 
   std::shared_ptr<detail::RouterCore<B>> core_;
 };
