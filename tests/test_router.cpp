@@ -248,3 +248,18 @@ TEST_CASE("a move-only backend is moved into the router, by every constructor") 
                 .to_vector<float>() == std::vector<float>{2, 4});
   }
 }
+
+TEST_CASE("cat takes a braced list, as cat({a, b}, 0)") {
+  const auto mode = GENERATE(Execution::Inline, Execution::Async);
+  Router<EigenCpu> r(EigenCpu(1), {.execution = mode});
+  auto a = r.from_vector(std::vector<float>{1, 2, 3}, {1, 3}, d0);
+  auto b = r.from_vector(std::vector<float>{4, 5, 6}, {1, 3}, d0);
+  auto c = ferry::cat({a, b}, 0);
+  REQUIRE(c.shape() == ferry::Shape{2, 3});
+  REQUIRE(vals(c) == std::vector<float>{1, 2, 3, 4, 5, 6});
+  // A braced list has no namespace for ADL to find: the call is spelled ferry::cat.
+  REQUIRE(vals(ferry::cat({a, b, a}, 1)) == std::vector<float>{1, 2, 3, 4, 5, 6, 1, 2, 3});
+  REQUIRE(vals(a) == std::vector<float>{1, 2, 3});  // the list's tensors are read, not reused
+  REQUIRE_THROWS_MATCHES(ferry::cat({a, r.zeros({3}, DType::f32, d0)}, 0), ferry::ShapeError,
+                         Says("cat: shapes [1, 3] and [3] differ in rank"));
+}
