@@ -74,9 +74,13 @@ Tensor<B> emit(const std::shared_ptr<RouterCore<B>>& core, std::size_t dev, O&& 
 ///   auto y = ferry::matmul(x, w.to(ferry::CpuDevice{1}).to(ferry::CpuDevice{0}));
 ///   router.sync();
 /// @endcode
-/// Thread-safe: tensors and the router may be used from many threads. In async mode (the
-/// default) errors found while an op runs surface at the next read or sync that depends on it;
-/// errors in the call itself (shapes, dtypes, devices) are thrown at once in both modes.
+/// Thread-safe: every call of the router, every op, read and move may run from many threads at
+/// once, on any device, and one tensor may be used from several threads through their own
+/// Tensor copies; one Tensor object must not be changed (assigned, moved from, destroyed) while
+/// another thread uses it (docs/execution.md, "Threads"). In async mode (the default) errors
+/// found while an op runs surface at the next read or sync that depends on it, a sync from any
+/// thread; errors in the call itself (shapes, dtypes, devices) are thrown at once in both
+/// modes.
 template <Backend B>
 class Router {
  public:
