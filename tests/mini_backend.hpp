@@ -6,6 +6,9 @@
 #include <ferry/ferry.hpp>
 
 #include <memory>
+#include <stdexcept>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 namespace mini {
@@ -65,6 +68,36 @@ struct Backend {
     for (std::size_t i = 0; i < o.v->size(); ++i) (*o.v)[i] += (*b.v)[i];
     return o;
   }
+};
+
+/// mini with the faults of a careless kernel, decided by shape so that any thread and either
+/// execution mode sees the same: `add` of shape [13] throws std::runtime_error, of shape [7]
+/// the int 7 (not a std::exception at all); moving a [13] tensor throws std::runtime_error.
+/// Every other shape works as mini does.
+struct Faulty : Backend {
+  static constexpr std::string_view name() { return "faulty"; }
+  Buf add(Buf a, Buf b) {
+    if (a.shape == ferry::Shape{13}) throw std::runtime_error("mini: the adder overheated");
+    if (a.shape == ferry::Shape{7}) throw 7;
+    return Backend::add(std::move(a), std::move(b));
+  }
+  Buf float_to_device(Buf b, const Device& d) {
+    if (b.shape == ferry::Shape{13}) throw std::runtime_error("mini: the link is down");
+    return Backend::float_to_device(std::move(b), d);
+  }
+};
+
+/// mini that cannot be copied, as a backend owning a GPU context or a connection: it holds its
+/// "context" through a std::unique_ptr. A router must move it in.
+struct MoveOnly : Backend {
+  std::unique_ptr<int> context = std::make_unique<int>(42);
+  MoveOnly() = default;
+  MoveOnly(const MoveOnly&) = delete;
+  MoveOnly& operator=(const MoveOnly&) = delete;
+  MoveOnly(MoveOnly&&) noexcept = default;
+  MoveOnly& operator=(MoveOnly&&) noexcept = default;
+  ~MoveOnly() = default;
+  static constexpr std::string_view name() { return "move-only"; }
 };
 
 }  // namespace mini

@@ -8,8 +8,11 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <mutex>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "mini_backend.hpp"
 
@@ -216,4 +219,97 @@ TEST_CASE("destroying the router with work still queued neither hangs nor leaks"
   }
   REQUIRE(backend.allocated_bytes(CpuDevice{0}) == 0);
   REQUIRE(backend.allocated_bytes(CpuDevice{1}) == 0);
+}
+
+namespace {
+/// A [rows, cols] row-major matrix times a [cols, n] one, on the host.
+std::vector<float> host_matmul(const std::vector<float>& a, const std::vector<float>& b, int rows,
+                               int cols, int n) {
+  std::vector<float> out(static_cast<std::size_t>(rows * n), 0.0f);
+  for (int i = 0; i < rows; ++i)
+    for (int j = 0; j < n; ++j)
+      for (int k = 0; k < cols; ++k)
+        out[static_cast<std::size_t>(i * n + j)] +=
+            a[static_cast<std::size_t>(i * cols + k)] * b[static_cast<std::size_t>(k * n + j)];
+  return out;
+}
+}  // namespace
+
+// docs/execution.md, "Threads": one router and its tensors shared by application threads. Run by
+// CI under ThreadSanitizer (the tsan preset), whose FERRY_SERIAL_KERNELS build makes every
+// synchronisation Ferry's own (std::mutex, std::condition_variable, futures) and so visible.
+TEST_CASE("four threads share one router: ops and moves on two devices, every value checked",
+          "[async]") {
+  const auto mode = GENERATE(Execution::Inline, Execution::Async);
+  Router<EigenCpu> r(EigenCpu(2), {.execution = mode, .queue_capacity = 4});
+  constexpr int threads = 4, rounds = 24;
+  // Small integers in f32, so that every sum and product is exact and the host's loops give the
+  // very bits the kernels must, whatever order they add in.
+  std::vector<float> base(16);
+  for (std::size_t k = 0; k < base.size(); ++k) base[k] = static_cast<float>(k % 5) - 2.0f;
+  // One tensor every thread reads, computes with and moves: shared, so never written.
+  const T shared = r.from_vector(base, {4, 4}, CpuDevice{0});
+  // Catch2's assertions are not thread-safe: each thread writes down what went wrong, and this
+  // thread checks it after the join.
+  std::vector<std::vector<std::string>> wrong(threads);
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t)
+    pool.emplace_back([&, t] {
+      auto& bad = wrong[static_cast<std::size_t>(t)];
+      auto expect = [&](const char* what, int s, const auto& got, const auto& want) {
+        if (got != want) bad.push_back(fmt::format("thread {} round {}: {} differs", t, s, what));
+      };
+      for (int i = 0; i < rounds; ++i) {
+        const int s = t * rounds + i;
+        const CpuDevice home{s % 2}, away{(s + 1) % 2};
+        std::vector<float> x(16), y(16);
+        for (std::size_t k = 0; k < 16; ++k) {
+          x[k] = static_cast<float>((static_cast<int>(k) * 7 + s) % 9 - 4);
+          y[k] = static_cast<float>((static_cast<int>(k) * 3 + 2 * s) % 7 - 3);
+        }
+        std::vector<std::int64_t> n{s, -s, 3, 1000000007LL * s};
+        auto a = r.from_vector(x, {4, 4}, home);
+        auto b = r.from_vector(y, {4, 4}, away).to(home);  // a move into `home`
+        auto w = shared.to(home);  // every thread moves (a copy of) the shared tensor
+        auto plus = a + b;
+        auto prod = matmul(a, w);
+        auto rows = sum(prod, 1);
+        auto back = (plus * 2.0f).to(away);
+        auto ints = (r.from_vector(n, {4}, away) * 3 + 1).to(home);
+        auto total = sum(matmul(shared, shared));  // the shared tensor as an operand, on cpu:0
+        if (i % 6 == 0) (void)r.stats(home);
+        if (i % 8 == 0) r.sync(away);
+
+        std::vector<float> want_plus(16), want_back(16), want_rows(4, 0.0f);
+        for (std::size_t k = 0; k < 16; ++k) {
+          want_plus[k] = x[k] + y[k];
+          want_back[k] = 2.0f * want_plus[k];
+        }
+        const auto want_prod = host_matmul(x, base, 4, 4, 4);
+        for (std::size_t k = 0; k < 16; ++k) want_rows[k / 4] += want_prod[k];
+        float want_total = 0.0f;
+        for (float v : host_matmul(base, base, 4, 4, 4)) want_total += v;
+        std::vector<std::int64_t> want_ints;
+        for (auto v : n) want_ints.push_back(v * 3 + 1);
+
+        expect("a + b", s, plus.to_data().to_vector<float>(), want_plus);
+        expect("matmul(a, shared)", s, prod.to_data().to_vector<float>(), want_prod);
+        expect("sum(matmul, 1)", s, rows.to_data().to_vector<float>(), want_rows);
+        expect("(a + b) * 2 moved", s, back.to_data().to_vector<float>(), want_back);
+        expect("i64 * 3 + 1 moved", s, ints.to_data().to_vector<std::int64_t>(), want_ints);
+        expect("sum(shared @ shared)", s, total.to_data().to_vector<float>(),
+               std::vector<float>{want_total});
+        expect("devices", s, std::vector<CpuDevice>{b.device(), w.device(), back.device()},
+               std::vector<CpuDevice>{home, home, away});
+      }
+    });
+  for (auto& th : pool) th.join();
+  for (const auto& list : wrong)
+    for (const auto& line : list) FAIL_CHECK(line);
+  REQUIRE_NOTHROW(r.sync());
+  REQUIRE(shared.to_data().to_vector<float>() == base);  // never written
+  REQUIRE(r.stats(CpuDevice{0}).live_tensors == 1);      // only `shared` is left
+  REQUIRE(r.stats(CpuDevice{1}).live_tensors == 0);
+  REQUIRE(r.stats(CpuDevice{0}).failed_ops + r.stats(CpuDevice{1}).failed_ops == 0);
+  REQUIRE(r.backend().allocated_bytes(CpuDevice{1}) == 0);
 }

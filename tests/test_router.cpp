@@ -2,10 +2,13 @@
 // devices with byte accounting, stats, the IR as printed, and errors that leave everything
 // else intact.
 #include <catch2/catch.hpp>
+#include <ferry/backends/multi.hpp>
 #include <ferry/eigen.hpp>
 #include <ferry/ferry.hpp>
+#include <type_traits>
 
 #include "matchers.hpp"
+#include "mini_backend.hpp"
 
 using ferry::CpuDevice;
 using ferry::DType;
@@ -206,4 +209,57 @@ TEST_CASE("a failing kernel throws at the call inline, and at the read and sync 
     REQUIRE_THROWS_AS(r.sync(), ferry::ValueError);
     REQUIRE(x.to_data().to_vector<std::int32_t>() == std::vector<std::int32_t>{4, 5});
   }
+}
+
+static_assert(!std::is_copy_constructible_v<mini::MoveOnly>);
+static_assert(ferry::Backend<mini::MoveOnly>);
+
+TEST_CASE("a move-only backend is moved into the router, by every constructor") {
+  const auto mode = GENERATE(Execution::Inline, Execution::Async);
+  const mini::Device m0{0}, m1{1};
+  auto works = [&](auto& r, std::size_t devices) {
+    REQUIRE(r.devices().size() == devices);
+    REQUIRE(r.backend().context != nullptr);
+    REQUIRE(*r.backend().context == 42);
+    auto a = r.from_vector(std::vector<float>{1, 2}, {2}, m0);
+    REQUIRE((a + a).to_data().template to_vector<float>() == std::vector<float>{2, 4});
+  };
+  {
+    Router<mini::MoveOnly> r(mini::MoveOnly{}, {.execution = mode});  // every device it lists
+    works(r, 2);
+    REQUIRE((r.from_vector(std::vector<float>{3}, {1}, m0).to(m1).to_data().to_vector<float>()) ==
+            std::vector<float>{3});
+  }
+  {
+    mini::MoveOnly b;
+    Router<mini::MoveOnly> r(std::move(b), std::vector<mini::Device>{m0}, {.execution = mode});
+    REQUIRE(b.context == nullptr);  // NOLINT(bugprone-use-after-move): it was moved, not copied
+    works(r, 1);
+  }
+  {
+    using Both = ferry::Multi<EigenCpu, mini::MoveOnly>;
+    static_assert(!std::is_copy_constructible_v<Both>);
+    Router<Both> r(Both(EigenCpu(1), mini::MoveOnly{}), {.execution = mode});
+    REQUIRE(r.devices().size() == 3);
+    REQUIRE(*r.backend().member<1>().context == 42);
+    auto a = r.from_vector(std::vector<float>{1, 2}, {2}, Both::Device{d0});
+    REQUIRE((a.to(Both::Device{m0}) + a.to(Both::Device{m1}).to(Both::Device{m0}))
+                .to_data()
+                .to_vector<float>() == std::vector<float>{2, 4});
+  }
+}
+
+TEST_CASE("cat takes a braced list, as cat({a, b}, 0)") {
+  const auto mode = GENERATE(Execution::Inline, Execution::Async);
+  Router<EigenCpu> r(EigenCpu(1), {.execution = mode});
+  auto a = r.from_vector(std::vector<float>{1, 2, 3}, {1, 3}, d0);
+  auto b = r.from_vector(std::vector<float>{4, 5, 6}, {1, 3}, d0);
+  auto c = ferry::cat({a, b}, 0);
+  REQUIRE(c.shape() == ferry::Shape{2, 3});
+  REQUIRE(vals(c) == std::vector<float>{1, 2, 3, 4, 5, 6});
+  // A braced list has no namespace for ADL to find: the call is spelled ferry::cat.
+  REQUIRE(vals(ferry::cat({a, b, a}, 1)) == std::vector<float>{1, 2, 3, 4, 5, 6, 1, 2, 3});
+  REQUIRE(vals(a) == std::vector<float>{1, 2, 3});  // the list's tensors are read, not reused
+  REQUIRE_THROWS_MATCHES(ferry::cat({a, r.zeros({3}, DType::f32, d0)}, 0), ferry::ShapeError,
+                         Says("cat: shapes [1, 3] and [3] differ in rank"));
 }

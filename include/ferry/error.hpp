@@ -4,6 +4,7 @@
 
 #include <fmt/core.h>
 
+#include <exception>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -63,6 +64,15 @@ class OutOfMemory : public Error {
 class OpFailed : public Error {
   using Error::Error;
 };
+/// A backend's kernel or transfer threw something that is neither a ferry::Error nor
+/// std::bad_alloc (a std::runtime_error, an int, ...). The message names the op, the backend,
+/// the device and the output; the original object is nested: `std::rethrow_if_nested(e)` throws
+/// it again. Made by the interpreter inside its catch block, which is where the nested part
+/// captures the original (one made outside a handler nests nothing, and then
+/// rethrow_if_nested terminates, as for any std::nested_exception).
+class BackendError : public Error, public std::nested_exception {
+  using Error::Error;
+};
 
 namespace detail {
 
@@ -71,6 +81,12 @@ namespace detail {
 /// formatting engine (libfmt has it compiled).
 [[nodiscard]] FERRY_FUNC std::string error_message(const char* id, fmt::string_view f,
                                                    fmt::format_args args);
+
+/// The exception being handled, as a message quotes it: `<type>: <what()>` for a
+/// std::exception, `<type>: <text>` for a thrown C string or std::string, and
+/// `<type> (not a std::exception)` for anything else (the type demangled where the C++ ABI
+/// offers it). Call it only inside a catch block.
+[[nodiscard]] FERRY_FUNC std::string current_exception_text();
 
 /// The values of `r` as text joined by `sep`, for messages: each with fmt::format, which runs
 /// libfmt's compiled engine, where fmt::join would instantiate it again in every file.

@@ -9,6 +9,7 @@
 #include <memory>
 #include <new>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -87,7 +88,9 @@ class Interpreter {
   [[nodiscard]] HandleRegistry<B>& registry() noexcept { return reg_; }
   [[nodiscard]] const DeviceStats& stats() const noexcept { return stats_; }
 
-  /// Runs one op. Throws what the op throws; the registry stays consistent either way.
+  /// Runs one op. Throws what the op throws, a ferry::Error as it is; std::bad_alloc becomes
+  /// OutOfMemory and anything else the backend lets out BackendError (the original nested in
+  /// it). The registry stays consistent either way.
   /// (Defined below the class, not inline, so FERRY_EXTERN_BACKEND can keep the kernels it
   /// reaches out of a translation unit.)
   void execute(Op& o);
@@ -111,10 +114,16 @@ class Interpreter {
     Handle moved = [&]() -> Handle {
       try {
         return copy_to(std::move(h), target);
+      } catch (const Error&) {
+        throw;
       } catch (const std::bad_alloc&) {
         detail::raise<OutOfMemory>(
             "memory", "to_device: device {} is out of memory receiving {} ({} bytes) from {}",
             target, as_named(o.out), n, device_);
+      } catch (...) {
+        detail::raise<BackendError>(
+            "backend", "to_device: backend '{}' failed moving {} from device {} to {}: {}",
+            backend_name(), as_named(o.out), device_, target, detail::current_exception_text());
       }
     }();
     stats_.bytes_out += n;
@@ -523,6 +532,31 @@ class Interpreter {
     }
   }
 
+  // Anything else a kernel or the backend let out (a std::runtime_error, an int, ...) becomes
+  // BackendError naming the op, the backend, the device and the output, with the original
+  // nested in it. Called inside the catch block: that is where BackendError captures it.
+  template <class T>
+  [[noreturn]] void backend_error(const T& o) const {
+    const char* op = op_name(o);
+    const std::string what = detail::current_exception_text();
+    if constexpr (requires { o.out; })
+      detail::raise<BackendError>("backend", "{}: backend '{}' failed on device {} making {}: {}",
+                                  op, backend_name(), device_, as_named(o.out), what);
+    else if constexpr (requires { o.in; })
+      detail::raise<BackendError>("backend", "{}: backend '{}' failed on device {} reading {}: {}",
+                                  op, backend_name(), device_, as_named(o.in), what);
+    else
+      detail::raise<BackendError>("backend", "{}: backend '{}' failed on device {}: {}", op,
+                                  backend_name(), device_, what);
+  }
+  // The backend that owns this device: B's name, or for a bridge (Multi) its member's.
+  [[nodiscard]] std::string_view backend_name() const {
+    if constexpr (requires { b_.backend_name(device_); })
+      return b_.backend_name(device_);
+    else
+      return B::name();
+  }
+
   B& b_;
   Device device_;
   HandleRegistry<B> reg_;
@@ -539,12 +573,15 @@ void Interpreter<B>::execute(Op& o) {
     ++stats_.ops;                          \
     try {                                  \
       run(o);                              \
+    } catch (const Error&) {               \
+      ++stats_.failed_ops;                 \
+      throw;                               \
     } catch (const std::bad_alloc&) {      \
       ++stats_.failed_ops;                 \
       out_of_memory(o);                    \
     } catch (...) {                        \
       ++stats_.failed_ops;                 \
-      throw;                               \
+      backend_error(o);                    \
     }                                      \
   }
 FERRY_OP_TYPES(FERRY_DETAIL_EXECUTE)

@@ -394,6 +394,14 @@ template <Backend B>
     for (std::size_t i = 0; i < xs.size(); ++i) detail::TA<B>::release(xs[i], acc[i]);
   });
 }
+/// `cat({a, b}, 0)`: the same for a braced list, whose element type a vector parameter cannot
+/// deduce. An initializer_list can only be copied from, so its tensors are passed shared
+/// (read-only); to let the kernel reuse last copies, fill a vector with push_back(std::move(t))
+/// and move that in.
+template <Backend B>
+[[nodiscard]] Tensor<B> cat(std::initializer_list<Tensor<B>> xs, std::int64_t dim) {
+  return cat(std::vector<Tensor<B>>(xs), dim);
+}
 /// torch.gather: out[i][j] = x[index[i][j]][j] along `dim`; index is an int tensor of x's rank.
 template <Backend B>
 [[nodiscard]] Tensor<B> gather(Tensor<B> x, std::int64_t dim, Tensor<B> index) {

@@ -109,18 +109,24 @@ Tensor<B> emit(const std::shared_ptr<RouterCore<B>>& core, std::size_t dev, O&& 
 ///   auto y = ferry::matmul(x, w.to(ferry::CpuDevice{1}).to(ferry::CpuDevice{0}));
 ///   router.sync();
 /// @endcode
-/// Thread-safe: tensors and the router may be used from many threads. In async mode (the
-/// default) errors found while an op runs surface at the next read or sync that depends on it;
-/// errors in the call itself (shapes, dtypes, devices) are thrown at once in both modes.
+/// Thread-safe: every call of the router, every op, read and move may run from many threads at
+/// once, on any device, and one tensor may be used from several threads through their own
+/// Tensor copies; one Tensor object must not be changed (assigned, moved from, destroyed) while
+/// another thread uses it (docs/execution.md, "Threads"). In async mode (the default) errors
+/// found while an op runs surface at the next read or sync that depends on it, a sync from any
+/// thread; errors in the call itself (shapes, dtypes, devices) are thrown at once in both
+/// modes.
 template <Backend B>
 class Router {
  public:
   using Device = typename B::Device;
 
-  /// A router over every device the backend reports (`backend.devices()`).
+  /// A router over every device the backend reports (`backend.devices()`). The backend is
+  /// taken by value and moved into the router, so a move-only backend works: pass
+  /// `std::move(b)` (or a temporary); an lvalue is copied.
   explicit Router(B backend, RouterOptions opts = {}) requires requires(const B& b) {
     { b.devices() } -> std::convertible_to<std::vector<Device>>;
-  } : Router(backend, backend.devices(), opts) {
+  } : Router(Moved{}, std::move(backend), opts) {
   }
   /// A router over the given devices. A template, so that a braced `{.trace = true}` in the
   /// second place can only mean RouterOptions.
@@ -265,6 +271,14 @@ class Router {
                                 "quantize_dynamic() or q_from_parts()",
                                 op);
   }
+
+  // The first constructor's body. make_shared takes its arguments by reference, so
+  // backend.devices() has run before the backend is moved into the core (delegating with
+  // `Router(std::move(backend), backend.devices(), opts)` could move it first).
+  struct Moved {};
+  Router(Moved, B&& backend, RouterOptions opts)
+      : core_(std::make_shared<detail::RouterCore<B>>(
+            std::move(backend), std::vector<Device>(backend.devices()), opts)) {}
 
   std::shared_ptr<detail::RouterCore<B>> core_;
 };

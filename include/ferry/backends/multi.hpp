@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <ostream>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -108,6 +109,12 @@ class Multi {
   template <std::size_t I>
   [[nodiscard]] Bi<I>& member() noexcept {
     return std::get<I>(b_);
+  }
+
+  /// The name of the member that owns `d`: what error messages name (BackendError).
+  [[nodiscard]] static std::string_view backend_name(const Device& d) noexcept {
+    return on_index(d.v.index(),
+                    []<std::size_t I>(idx<I>) -> std::string_view { return Bi<I>::name(); });
   }
 
   /// Every member's devices, in member order (members that can list theirs).
