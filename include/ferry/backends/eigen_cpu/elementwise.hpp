@@ -15,6 +15,7 @@
 #include "ferry/backends/eigen_cpu/buffer.hpp"
 #include "ferry/backends/eigen_cpu/convert.hpp"
 #include "ferry/backends/eigen_cpu/loops.hpp"
+#include "ferry/backends/eigen_cpu/math.hpp"
 #include "ferry/detail/parallel.hpp"
 #include "ferry/dtype.hpp"
 #include "ferry/error.hpp"
@@ -390,17 +391,30 @@ auto unary_expr(const X& x) {
     if constexpr (op == UnOp::neg) return -x;
     if constexpr (op == UnOp::abs) return x.abs();
     if constexpr (op == UnOp::relu) return (x < T(0)).select(T(0), x);  // NaN stays NaN
-    if constexpr (op == UnOp::exp) return x.exp();
-    if constexpr (op == UnOp::log) return x.log();
-    if constexpr (op == UnOp::sqrt) return x.sqrt();
-    if constexpr (op == UnOp::sin) return x.sin();
-    if constexpr (op == UnOp::cos) return x.cos();
-    if constexpr (op == UnOp::tanh) return x.tanh();
-    if constexpr (op == UnOp::sigmoid) return x.logistic();
-    if constexpr (op == UnOp::gelu)  // exact erf form (torch's default approximate='none')
-      return x.unaryExpr([](T v) {
-        return static_cast<T>(T(0.5) * v * (T(1) + std::erf(v * T(0.70710678118654752440))));
-      });
+  }
+}
+
+/// The transcendental float ops: math.hpp's kernels, not Eigen's array functions, whose f32
+/// packets are wrong at the edges of the range (see math.hpp and docs/math.md).
+template <UnOp op>
+inline constexpr bool is_math_op_v =
+    op == UnOp::exp || op == UnOp::log || op == UnOp::sqrt || op == UnOp::sin || op == UnOp::cos ||
+    op == UnOp::tanh || op == UnOp::sigmoid || op == UnOp::gelu;
+
+/// One contiguous run of a unary op: `n` outputs from `n` inputs.
+template <UnOp op, class T>
+void unary_run(const T* x, T* y, std::int64_t n) {
+  if constexpr (is_math_op_v<op>) {
+    if constexpr (op == UnOp::exp) math::exp(x, y, n);
+    if constexpr (op == UnOp::log) math::log(x, y, n);
+    if constexpr (op == UnOp::sqrt) math::sqrt(x, y, n);
+    if constexpr (op == UnOp::sin) math::sin(x, y, n);
+    if constexpr (op == UnOp::cos) math::cos(x, y, n);
+    if constexpr (op == UnOp::tanh) math::tanh(x, y, n);
+    if constexpr (op == UnOp::sigmoid) math::sigmoid(x, y, n);
+    if constexpr (op == UnOp::gelu) math::gelu(x, y, n);
+  } else {
+    ArrMap<T>(y, n) = unary_expr<op, T>(ConstArrMap<T>(x, n));
   }
 }
 
@@ -430,7 +444,7 @@ CpuTensor unary(const AccountsPtr& acc, CpuTensor a) {
       T* po = out.data<T>();
       const T* pa = a.data<const T>();
       parallel_for(0, a.numel(), kGrain, [&](std::int64_t lo, std::int64_t hi) {
-        ArrMap<T>(po + lo, hi - lo) = unary_expr<op, T>(ConstArrMap<T>(pa + lo, hi - lo));
+        unary_run<op, T>(pa + lo, po + lo, hi - lo);
       });
     }
   });
