@@ -13,6 +13,7 @@
 // Anything else (another exception type, a crash, a mismatch, a leak) traps.
 #include <fuzzer/FuzzedDataProvider.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdio>
@@ -322,8 +323,10 @@ class Driver {
         const DType dt = kDTypes[a[0] % 5];
         Shape sh = shape_of(a[1], a[2]);
         // A huge valid count gets no values (TensorData's ShapeError); an overflowing one throws
-        // ShapeError from numel() itself, in both modes alike.
-        const auto n = std::min<std::int64_t>(sh.numel(), 1 << 12);
+        // ShapeError from numel() itself, in both modes alike; a negative dim (numel() < 0, or
+        // > 0 from two of them) gets no values either, and from_vector's own ShapeError.
+        const bool negative = std::ranges::any_of(sh.dims(), [](std::int64_t v) { return v < 0; });
+        const auto n = negative ? 0 : std::min<std::int64_t>(sh.numel(), 1 << 12);
         switch (dt) {
           case DType::f32:
             return r_.from_vector(values<float>(n, a[3]), sh, dev(a[4]));
