@@ -565,7 +565,7 @@ class Interpreter {
 
 template <Backend B>
 void Interpreter<B>::execute(Op& o) {
-  std::visit([this](auto& x) { execute(x); }, o);
+  std::visit([this](auto& x) { this->execute(x); }, o);
 }
 #define FERRY_DETAIL_EXECUTE(T)            \
   template <Backend B>                     \
