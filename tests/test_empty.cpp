@@ -228,6 +228,18 @@ TEST_CASE("valid sizes at the limits of int64: empty tensors with huge dims, ste
   same<double>(reshape(huge, {k62, 0, k62}), {k62, 0, k62}, {});
   same<double>(sum(r.zeros({k62, 0}, DType::f64, D0), 0), {0}, {});
 
+  // Layout kernels walk an empty tensor with huge dims without forming a stride times a dim
+  // (permuting [2, 0, 2^62] to [0, 2, 2^62] multiplied 2^62 by 2: found by fuzz_ops), and so
+  // do the quantized ones over its param grid ([0, 2^62, 2] blocks).
+  const T e = r.zeros({2, 0, k62}, DType::i32, D0);
+  same<std::int32_t>(permute(e, {1, 0, 2}), {0, 2, k62}, {});
+  same<std::int32_t>(flip(permute(e, {2, 0, 1}), {0, 1}), {k62, 2, 0}, {});
+  same<std::int32_t>(repeat(e, {1, 3, 1}), {2, 0, k62}, {});
+  const T qe = quantize_dynamic(r.zeros({0, k62, 8}, DType::f32, D0),
+                                Scheme::of(ValueType::i8).per_block({1, 4}));
+  same<float>(dequantize(q_permute(qe, {1, 0, 2})), {k62, 0, 8}, {});
+  same<float>(dequantize(q_flip(q_permute(qe, {1, 0, 2}), {1})), {k62, 0, 8}, {});
+
   // Steps and bounds near 2^63: the slice is what Python's slicing gives.
   same<float>(slice(x23, {Range{0, 2, kMax}}), {1, 3}, {1, 2, 3});
   same<float>(slice(x23, {Range{1, kMax, kMax}, Range{-kMax, kMax, 2}}), {1, 2}, {4, 6});

@@ -9,6 +9,7 @@
 #include <span>
 #include <vector>
 
+#include "ferry/detail/checked.hpp"
 #include "ferry/detail/parallel.hpp"
 #include "ferry/error.hpp"
 #include "ferry/shape.hpp"
@@ -36,13 +37,22 @@ template <std::size_t N>
 Loop<N> make_loop(std::span<const std::int64_t> dims,
                   const std::array<std::span<const std::int64_t>, N>& strides) {
   Loop<N> l;
-  l.numel = 1;
-  for (auto d : dims) l.numel *= d;
+  // An empty walk visits nothing: no stride product is formed (beside a 0 dim the others may be
+  // near 2^63, and so may a stride times a dim, as in a permuted [2, 0, 2^62]).
+  if (std::ranges::find(dims, std::int64_t{0}) != dims.end()) {
+    l.dims.push_back(0);
+    for (auto& st : l.strides) st.push_back(0);
+    return l;
+  }
+  // Non-empty: the dims' product is the element count, which fits (checked when the shape was
+  // made); each stride times its dim is checked anyway, and a product that does not fit merges
+  // nothing.
+  l.numel = product_i64(dims).value_or(0);
   for (std::size_t d = 0; d < dims.size(); ++d) {
     if (dims[d] == 1) continue;
     bool merge = !l.dims.empty();
     for (std::size_t k = 0; merge && k < N; ++k)
-      merge = l.strides[k].back() == strides[k][d] * dims[d];
+      merge = mul_i64(strides[k][d], dims[d]) == l.strides[k].back();
     if (merge) {
       l.dims.back() *= dims[d];
       for (std::size_t k = 0; k < N; ++k) l.strides[k].back() = strides[k][d];
