@@ -202,6 +202,9 @@ CpuTensor arg_reduce(const AccountsPtr& acc, CpuTensor a, std::optional<std::siz
     detail::raise<ValueError>("cpu.empty", "{}: cannot reduce an empty extent (shape {}, {})", name,
                               a.shape, dim ? fmt::format("dim {}", *dim) : "all dims");
   CpuTensor out = alloc(acc, a.device, g.out, DType::i64);
+  // No output rows (a 0 dim beside the reduced one, say argmin of [2, 3, 0] along dim 1): no work,
+  // and the grain below would divide by the empty row length.
+  if (g.outer * g.inner == 0) return out;
   visit_dtype(a.dtype, [&]<class T>(T) {
     if constexpr (is_numeric_v<T>) {
       const T* p = a.data<const T>();
