@@ -3,8 +3,6 @@
 #pragma once
 
 #include <catch2/catch.hpp>
-
-#include "matchers.hpp"
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -17,6 +15,7 @@
 #include <vector>
 
 #include "ferry/backends/eigen_cpu.hpp"
+#include "matchers.hpp"
 
 using namespace ferry;
 
@@ -43,8 +42,8 @@ CpuTensor make(const EigenCpu& cpu, const std::vector<T>& v, Shape s, CpuDevice 
 
 inline CpuTensor make_bool(const EigenCpu& cpu, const std::vector<int>& v, Shape s,
                            CpuDevice d = D0) {
-  std::vector<std::uint8_t> b(v.begin(), v.end());
-  return make(cpu, b, std::move(s), d);
+  std::vector<bool> b(v.begin(), v.end());
+  return cpu.bool_from_data(TensorData::from(b, std::move(s)), d);
 }
 
 template <class T>
@@ -54,6 +53,14 @@ std::vector<T> read(const EigenCpu& cpu, CpuTensor t) {
                  : kind_of(t.dtype) == Kind::Int ? cpu.int_into_data(std::move(t))
                                                  : cpu.bool_into_data(std::move(t));
   auto v = d.values<T>();
+  return {v.begin(), v.end()};
+}
+
+/// A bool tensor's elements as 0/1 bytes.
+inline std::vector<std::uint8_t> read_bool(const EigenCpu& cpu, CpuTensor t) {
+  REQUIRE(t.dtype == DType::boolean);
+  TensorData d = cpu.bool_into_data(std::move(t));
+  auto v = d.values<std::uint8_t>();
   return {v.begin(), v.end()};
 }
 

@@ -3,8 +3,8 @@
 // also makes it the "other" backend in bridge tests.
 #pragma once
 
+#include <array>
 #include <ferry/ferry.hpp>
-
 #include <memory>
 #include <stdexcept>
 #include <string_view>
@@ -33,6 +33,12 @@ struct Backend {
   using QuantizedHandle = std::shared_ptr<const ferry::quant::QuantizedParts>;
 
   static constexpr std::string_view name() { return "mini"; }
+  /// The dtypes its doubles hold: all but u64 (i64 is exact to 2^53, as far as the tests go),
+  /// so that tests see a router refuse a dtype a backend does not declare.
+  static constexpr std::array<ferry::DType, 12> dtypes{
+      ferry::DType::f32, ferry::DType::f64, ferry::DType::f16, ferry::DType::bf16,
+      ferry::DType::i8,  ferry::DType::i16, ferry::DType::i32, ferry::DType::i64,
+      ferry::DType::u8,  ferry::DType::u16, ferry::DType::u32, ferry::DType::boolean};
   std::vector<Device> devices() const { return {{0}, {1}}; }
 
   static Buf in(ferry::TensorData d) {
@@ -40,8 +46,15 @@ struct Backend {
   }
   static ferry::TensorData out(const Buf& b) {
     return ferry::visit_dtype(b.dtype, [&]<class T>(T) {
-      std::vector<T> v(b.v->begin(), b.v->end());
-      return ferry::TensorData::from(std::span<const T>(v), b.shape);
+      if constexpr (std::is_same_v<T, bool>) {
+        std::vector<bool> v(b.v->size());
+        for (std::size_t i = 0; i < v.size(); ++i) v[i] = (*b.v)[i] != 0.0;
+        return ferry::TensorData::from(v, b.shape);
+      } else {
+        std::vector<T> v(b.v->size());
+        for (std::size_t i = 0; i < v.size(); ++i) v[i] = ferry::detail::convert<T>((*b.v)[i]);
+        return ferry::TensorData::from(std::span<const T>(v), b.shape);
+      }
     });
   }
   Buf float_from_data(ferry::TensorData d, const Device&) { return in(std::move(d)); }

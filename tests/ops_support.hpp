@@ -48,7 +48,7 @@ inline T make_bool(R& r, const std::vector<int>& v, Dims dims, ferry::CpuDevice 
   return r.from_data(ferry::TensorData::from(b, Shape(std::move(dims))), d);
 }
 
-/// Reads `t` back; its data must have t's shape and exactly the dtype of V (bool: uint8_t).
+/// Reads `t` back; its data must have t's shape and exactly the dtype of V.
 template <class V>
 std::vector<V> read(const T& t) {
   ferry::TensorData d = t.to_data();
@@ -57,7 +57,14 @@ std::vector<V> read(const T& t) {
   auto s = d.values<V>();
   return {s.begin(), s.end()};
 }
-inline std::vector<std::uint8_t> read_bool(const T& t) { return read<std::uint8_t>(t); }
+/// A bool tensor's elements as 0/1 bytes.
+inline std::vector<std::uint8_t> read_bool(const T& t) {
+  ferry::TensorData d = t.to_data();
+  CHECK(d.shape() == t.shape());
+  REQUIRE(d.dtype() == DType::boolean);
+  auto s = d.values<std::uint8_t>();
+  return {s.begin(), s.end()};
+}
 
 /// The shape and dtype the router reports, checked before the contents are read.
 inline void check_meta(const T& t, const Dims& dims, DType dt) {

@@ -43,7 +43,7 @@ TEST_CASE("data round-trips through every plain dtype", "[eigen_cpu]") {
   SECTION("bool bytes are normalised to 0/1") {
     std::vector<std::byte> raw{std::byte{0}, std::byte{2}, std::byte{255}};
     auto t = cpu.bool_from_data(TensorData(Shape{3}, DType::boolean, raw), D0);
-    REQUIRE(read<std::uint8_t>(cpu, t) == std::vector<std::uint8_t>{0, 1, 1});
+    REQUIRE(read_bool(cpu, t) == std::vector<std::uint8_t>{0, 1, 1});
   }
   SECTION("a kind mismatch is a DTypeError naming the op") {
     auto d = TensorData::from(std::vector<std::int32_t>{1, 2});
@@ -90,7 +90,7 @@ TEST_CASE("a transfer is a real copy accounted on both devices", "[eigen_cpu]") 
   REQUIRE(ptr(same) == ptr(a));
   REQUIRE(cpu.allocations(D0) == 1);
   auto m = make_bool(cpu, {1, 0}, Shape{2});
-  REQUIRE(read<std::uint8_t>(cpu, cpu.bool_to_device(m, D1)) == std::vector<std::uint8_t>{1, 0});
+  REQUIRE(read_bool(cpu, cpu.bool_to_device(m, D1)) == std::vector<std::uint8_t>{1, 0});
   auto f = cpu.float_to_device(make(cpu, std::vector<float>{2.5f}, Shape{1}), D1);
   REQUIRE(read<float>(cpu, f) == std::vector<float>{2.5f});
   REQUIRE_THROWS_MATCHES(cpu.int_to_device(a, CpuDevice{2}), DeviceError,
@@ -279,7 +279,7 @@ TEST_CASE("a handle held once is reused in place, a shared one never written", "
     const void* pm = ptr(m);
     auto n = cpu.equal_scalar(std::move(m), true);
     REQUIRE(ptr(n) == pm);
-    REQUIRE(read<std::uint8_t>(cpu, n) == std::vector<std::uint8_t>{0, 0, 1, 1});
+    REQUIRE(read_bool(cpu, n) == std::vector<std::uint8_t>{0, 0, 1, 1});
     n = cpu.logical_not(std::move(n));
     REQUIRE(ptr(n) == pm);
   }

@@ -71,7 +71,7 @@ TEST_CASE("casts truncate, saturate and map NaN to zero", "[eigen_cpu]") {
           std::vector<std::int32_t>{2, -2, 0, mx, mn, 0});
   REQUIRE(read<std::int64_t>(cpu, cpu.to_int(f, DType::i64)) ==
           std::vector<std::int64_t>{2, -2, 0, 10000000000, -10000000000, 0});
-  REQUIRE(read<std::uint8_t>(cpu, cpu.to_bool(f)) == std::vector<std::uint8_t>{1, 1, 1, 1, 1, 0});
+  REQUIRE(read_bool(cpu, cpu.to_bool(f)) == std::vector<std::uint8_t>{1, 1, 1, 1, 1, 0});
   auto f32 = read<float>(cpu, cpu.to_float(f, DType::f32));
   REQUIRE(f32[0] == 2.9f);
   REQUIRE(std::isnan(f32[2]));

@@ -99,7 +99,7 @@ TEST_CASE("slices, cat and repeat copy the right elements", "[eigen_cpu]") {
   auto r2 = cpu.repeat(x, std::vector<std::int64_t>{2, 1});
   REQUIRE(read<std::int64_t>(cpu, r2) == std::vector<std::int64_t>{1, 2, 3, 4, 1, 2, 3, 4});
   auto bm = cpu.repeat(make_bool(cpu, {1, 0}, Shape{2, 1}), std::vector<std::int64_t>{1, 2});
-  REQUIRE(read<std::uint8_t>(cpu, bm) == std::vector<std::uint8_t>{1, 1, 0, 0});
+  REQUIRE(read_bool(cpu, bm) == std::vector<std::uint8_t>{1, 1, 0, 0});
 }
 
 TEST_CASE("gather and index_select follow torch and name bad indices", "[eigen_cpu]") {
@@ -144,8 +144,7 @@ TEST_CASE("full, arange and random create the expected values", "[eigen_cpu]") {
           std::vector<float>(4, 1.5f));
   REQUIRE(read<std::int32_t>(cpu, cpu.int_full(Shape{3}, DType::i32, -7, D0)) ==
           std::vector<std::int32_t>(3, -7));
-  REQUIRE(read<std::uint8_t>(cpu, cpu.bool_full(Shape{2}, true, D0)) ==
-          std::vector<std::uint8_t>{1, 1});
+  REQUIRE(read_bool(cpu, cpu.bool_full(Shape{2}, true, D0)) == std::vector<std::uint8_t>{1, 1});
   REQUIRE_THROWS_MATCHES(cpu.int_full(Shape{1}, DType::f32, 1, D0), DTypeError,
                          Contains("int_full: dtype f32 is not of kind Int"));
   REQUIRE(read<double>(cpu, cpu.float_arange(1.0, 0.5, 4, DType::f64, D0)) ==

@@ -210,7 +210,7 @@ TEST_CASE("bad quantization input gets QuantError and the router stays usable") 
                          Says("needs float operands, got i32"));
   auto q = ferry::quantize_dynamic(x, i4);
   REQUIRE_THROWS_MATCHES(ferry::dequantize(q, DType::i32), ferry::DTypeError,
-                         Says("must be f32 or f64, got i32"));
+                         Says("must be a float dtype (f32, f64, f16, bf16), got i32"));
   REQUIRE_THROWS_MATCHES(q + q, ferry::DTypeError, Says("operand is quantized"));
   REQUIRE_THROWS_MATCHES(q.to_data(), ferry::DTypeError, Says("use to_parts()"));
   SECTION("parts from outside are validated before they reach a device") {

@@ -85,6 +85,28 @@ inline constexpr bool lists_all_devices = requires(const B& b) {
   b.devices();
 };
 
+/// @brief Whether backend `b` holds tensors of dtype `d` on device `dev`.
+///
+/// A backend whose handles cannot store every dtype declares the ones they can, as any range
+/// of DType: `static constexpr std::array<ferry::DType, 3> dtypes{f32, i64, boolean};`. A
+/// backend whose devices differ (a bridge) answers per device with a member
+/// `bool holds_dtype(const Device&, DType) const`. A backend that declares neither holds all.
+/// A Router refuses an op whose result has a dtype its device does not hold (from_data, cast,
+/// creation, to(device), every op) with Unsupported at the call, before the backend sees it.
+template <class B>
+bool holds_dtype(const B& b, const typename B::Device& dev, DType d) {
+  if (d == DType::quantized) return true;
+  if constexpr (requires { b.holds_dtype(dev, d); }) {
+    return b.holds_dtype(dev, d);
+  } else if constexpr (requires { B::dtypes; }) {
+    for (DType x : B::dtypes)
+      if (x == d) return true;
+    return false;
+  } else {
+    return true;
+  }
+}
+
 namespace detail {
 
 template <class B>

@@ -7,8 +7,10 @@
 #include <cstddef>
 #include <cstring>
 #include <span>
+#include <type_traits>
 #include <vector>
 
+#include "ferry/detail/convert.hpp"
 #include "ferry/dtype.hpp"
 #include "ferry/error.hpp"
 #include "ferry/shape.hpp"
@@ -67,6 +69,9 @@ class TensorData {
   static TensorData from(const std::vector<T>& values) {
     return from(std::span<const T>(values), Shape{static_cast<std::int64_t>(values.size())});
   }
+  static TensorData from(const std::vector<bool>& values) {
+    return from(values, Shape{static_cast<std::int64_t>(values.size())});
+  }
   static TensorData from(const std::vector<bool>& values, Shape shape) {
     std::vector<std::byte> b(values.size());
     for (std::size_t i = 0; i < values.size(); ++i)
@@ -81,7 +86,7 @@ class TensorData {
   [[nodiscard]] std::span<std::byte> bytes() noexcept { return bytes_; }
   [[nodiscard]] std::vector<std::byte> release_bytes() && noexcept { return std::move(bytes_); }
 
-  /// Typed view; T must match the dtype exactly (bool reads as std::uint8_t or bool).
+  /// Typed view; T must match the dtype exactly (bool reads as bool or as its std::uint8_t bytes).
   template <class T>
   [[nodiscard]] std::span<const T> values() const {
     check<T>("values");
@@ -92,13 +97,16 @@ class TensorData {
     check<T>("values");
     return {reinterpret_cast<T*>(bytes_.data()), bytes_.size() / sizeof(T)};
   }
-  /// Copies out the values converted to T (any plain dtype to any arithmetic T).
+  /// Copies out the values converted to T (any plain dtype to any element type), by the rule
+  /// casts follow (detail::convert: NaN -> 0 and saturation for float -> integer).
   template <class T>
   [[nodiscard]] std::vector<T> to_vector() const {
     std::vector<T> out(static_cast<std::size_t>(numel()));
     visit_dtype(dtype_, [&]<class S>(S) {
-      const auto* p = reinterpret_cast<const S*>(bytes_.data());
-      for (std::size_t i = 0; i < out.size(); ++i) out[i] = static_cast<T>(p[i]);
+      // A bool is read as its byte (any non-zero byte is true, as a backend takes it).
+      using R = std::conditional_t<std::is_same_v<S, bool>, std::uint8_t, S>;
+      const auto* p = reinterpret_cast<const R*>(bytes_.data());
+      for (std::size_t i = 0; i < out.size(); ++i) out[i] = detail::convert<T>(p[i]);
     });
     return out;
   }
@@ -135,6 +143,7 @@ class TensorData {
   template <class T>
   void check(const char* what) const {
     constexpr DType want = dtype_of<T>;
+    if (std::is_same_v<T, std::uint8_t> && dtype_ == DType::boolean) return;  // its bytes
     if (want != dtype_)
       detail::raise<DTypeError>("data", "{}(): tensor data of shape {} is {}, not {}", what, shape_,
                                 dtype_, want);

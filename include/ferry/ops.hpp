@@ -132,9 +132,11 @@ Tensor<B> reduce(ReduceKind k, Tensor<B> x, std::optional<std::int64_t> dim, boo
   // Integer sums and products are i64, as in torch and numpy (accumulated in 64 bits).
   const bool widen =
       (k == ReduceKind::sum || k == ReduceKind::prod) && kind_of(x.dtype()) == Kind::Int;
-  op::Reduce o{
-      k, TA<B>::ref(x), d, keepdim,
-      out_ref(x, reduced(x.shape(), d, keepdim), is_arg || widen ? DType::i64 : x.dtype())};
+  op::Reduce o{k, TA<B>::ref(x), d, keepdim,
+               out_ref(x, reduced(x.shape(), d, keepdim),
+                       is_arg  ? DType::i64
+                       : widen ? accumulate_dtype(x.dtype())
+                               : x.dtype())};
   return emit(TA<B>::core(x, op), dev, std::move(o), x);
 }
 }  // namespace detail
@@ -485,7 +487,7 @@ template <Backend B>
                         detail::out_ref(x, x.shape(), DType::quantized, sch)};
   return detail::emit(detail::TA<B>::core(x, "quantize_dynamic"), dev, std::move(o), x);
 }
-/// x = (q - offset) * scale, to f32 or f64.
+/// x = (q - offset) * scale, to any float dtype (f16 and bf16: the f32 value rounded once).
 template <Backend B>
 [[nodiscard]] Tensor<B> dequantize(Tensor<B> q, DType to = DType::f32) {
   const auto dev = detail::common_device("dequantize", q);
@@ -493,7 +495,9 @@ template <Backend B>
     detail::raise<DTypeError>("dtype", "dequantize: tensor {} is {}, not quantized", q.id(),
                               q.dtype());
   if (kind_of(to) != Kind::Float)
-    detail::raise<DTypeError>("dtype", "dequantize: target dtype must be f32 or f64, got {}", to);
+    detail::raise<DTypeError>(
+        "dtype", "dequantize: target dtype must be a float dtype (f32, f64, f16, bf16), got {}",
+        to);
   op::Dequantize o{detail::TA<B>::ref(q), detail::out_ref(q, q.shape(), to)};
   return detail::emit(detail::TA<B>::core(q, "dequantize"), dev, std::move(o), q);
 }

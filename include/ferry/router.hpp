@@ -43,10 +43,12 @@ inline std::optional<std::int64_t> output_bytes(const char* op, const TensorRef&
   return add_i64(static_cast<std::int64_t>(quant::data_bytes(s, *n)), *params);
 }
 
-/// output_bytes(), with OutOfMemory naming `op` and device `dev` when the bytes do not fit.
+/// output_bytes(), with OutOfMemory naming `op` and device `dev` when the bytes do not fit, and
+/// Unsupported when the device does not hold the output's dtype.
 template <Backend B>
 void check_output(const RouterCore<B>& core, std::size_t dev, const char* op,
                   const TensorRef& out) {
+  check_holds(core, dev, op, out.dtype);
   if (!output_bytes(op, out))
     raise<OutOfMemory>("memory",
                        "{}: a {} tensor of shape {} needs more than 2^63 - 1 bytes, more than "

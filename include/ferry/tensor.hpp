@@ -156,6 +156,7 @@ class Tensor {
     const auto& st = state("to");
     const std::size_t to = st.core->index_of(target, "to");
     if (to == st.device) return std::move(*this);
+    detail::check_holds(*st.core, to, "to", st.dtype);
     auto core = st.core;
     op::ToDevice o;
     o.in = detail::TensorAccess<B>::ref(*this);

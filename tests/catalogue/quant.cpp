@@ -147,7 +147,7 @@ TEST_CASE("quant: quantize of an i32 tensor", "[quant]") {
 TEST_CASE("quant: dequantize to i32", "[quant]") {
   World w(CATALOGUE_MODES);
   REQUIRE_RAISES(dequantize(w.get("q8"), DType::i32), DTypeError,
-                 "dequantize: target dtype must be f32 or f64, got i32");
+                 "dequantize: target dtype must be a float dtype (f32, f64, f16, bf16), got i32");
   w.check_intact();
 }
 

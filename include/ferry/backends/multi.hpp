@@ -117,6 +117,13 @@ class Multi {
                     []<std::size_t I>(idx<I>) -> std::string_view { return Bi<I>::name(); });
   }
 
+  /// Whether the member that owns `d` holds `dt` tensors (see ferry::holds_dtype).
+  [[nodiscard]] bool holds_dtype(const Device& d, DType dt) const {
+    return on_index(d.v.index(), [&]<std::size_t I>(idx<I>) {
+      return ferry::holds_dtype(std::get<I>(b_), std::get<I>(d.v), dt);
+    });
+  }
+
   /// Every member's devices, in member order (members that can list theirs).
   [[nodiscard]] std::vector<Device> devices() const {
     std::vector<Device> out;

@@ -34,6 +34,7 @@ class RouterCore {
   ~RouterCore();
 
   [[nodiscard]] B& backend() noexcept { return backend_; }
+  [[nodiscard]] const B& backend() const noexcept { return backend_; }
   [[nodiscard]] const std::vector<Device>& devices() const noexcept { return devices_; }
   [[nodiscard]] const RouterOptions& options() const noexcept { return opts_; }
   [[nodiscard]] const Device& device(std::size_t i) const noexcept { return devices_[i]; }
@@ -210,6 +211,19 @@ std::vector<TraceEvent> RouterCore<B>::trace() {
     return a.start_ns < b.start_ns;
   });
   return all;
+}
+
+/// Unsupported naming `op`, the dtype, the backend and the device when device `dev` does not
+/// hold `dtype` tensors (see holds_dtype).
+template <Backend B>
+void check_holds(const RouterCore<B>& core, std::size_t dev, const char* op, DType dtype) {
+  if (!holds_dtype(core.backend(), core.device(dev), dtype)) {
+    std::string_view name = B::name();
+    if constexpr (requires { B::backend_name(core.device(dev)); })
+      name = B::backend_name(core.device(dev));
+    raise<Unsupported>("unsupported", "{}: backend '{}' does not hold {} tensors (device {})", op,
+                       name, dtype, core.device(dev));
+  }
 }
 
 }  // namespace ferry::detail

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "ferry/detail/checked.hpp"
+#include "ferry/detail/convert.hpp"
 #include "ferry/dtype.hpp"
 #include "ferry/error.hpp"
 #include "ferry/params.hpp"
@@ -60,21 +61,10 @@ inline void want_kind(const char* op, DType d, std::initializer_list<Kind> kinds
   raise<DTypeError>("dtype", "{}: needs {}, got {}", op, what, d);
 }
 
-/// True when `s` is exactly a value of dtype `d`: any scalar for a float dtype (it is rounded to
-/// nearest, as in torch); for an int dtype an integral value in its range; for bool 0 or 1.
+/// True when `s` is exactly a value of dtype `d` (see detail::scalar_exact).
 inline bool scalar_exact_in(const Scalar& s, DType d) {
-  if (kind_of(d) == Kind::Float) return true;
-  if (d == DType::boolean) {
-    const double v = s.as<double>();
-    return v == 0.0 || v == 1.0;
-  }
-  if (!s.is_floating()) {
-    const auto v = s.as<std::int64_t>();
-    return d == DType::i64 || (v >= INT32_MIN && v <= INT32_MAX);
-  }
-  const double v = s.as<double>();
-  const double lo = d == DType::i32 ? -2147483648.0 : -9223372036854775808.0;
-  return std::isfinite(v) && std::trunc(v) == v && v >= lo && v < -lo;
+  if (d == DType::quantized) return true;
+  return visit_dtype(d, [&]<class T>(T) { return scalar_exact<T>(s); });
 }
 
 /// The one rule for a scalar operand of an int or bool tensor (arithmetic, clamp bounds, full's

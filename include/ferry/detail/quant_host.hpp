@@ -35,11 +35,23 @@ std::pair<std::vector<float>, Shape> floats(B& b, FH<B> x) {
 template <class B>
 FH<B> from_floats(B& b, const std::vector<float>& v, const Shape& shape, DType to,
                   const typename B::Device& dev) {
-  if (to == DType::f64) {
-    std::vector<double> w(v.begin(), v.end());
-    return b.float_from_data(TensorData::from(std::span<const double>(w), shape), dev);
+  if (to == DType::f32)
+    return b.float_from_data(TensorData::from(std::span<const float>(v), shape), dev);
+  auto as = [&]<class T>(T) {
+    std::vector<T> w(v.size());
+    for (std::size_t i = 0; i < v.size(); ++i) w[i] = detail::convert<T>(v[i]);
+    return b.float_from_data(TensorData::from(std::span<const T>(w), shape), dev);
+  };
+  switch (to) {
+    case DType::f64:
+      return as(double{});
+    case DType::f16:
+      return as(f16{});
+    case DType::bf16:
+      return as(bf16{});
+    default:
+      raise<DTypeError>("dtype", "dequantize: {} is not a float dtype", to);
   }
-  return b.float_from_data(TensorData::from(std::span<const float>(v), shape), dev);
 }
 
 template <class B>

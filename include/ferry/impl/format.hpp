@@ -30,12 +30,22 @@ inline constexpr std::size_t kLineWidth = 80;
 
 inline double float_at(const TensorData& d, std::int64_t i) {
   return visit_dtype(d.dtype(), [&]<class T>(T) {
-    return static_cast<double>(d.values<T>()[static_cast<std::size_t>(i)]);
+    if constexpr (std::is_same_v<T, bool>)
+      return d.bytes()[static_cast<std::size_t>(i)] != std::byte{0} ? 1.0 : 0.0;
+    else
+      return detail::convert<double>(d.values<T>()[static_cast<std::size_t>(i)]);
   });
 }
-inline std::int64_t int_at(const TensorData& d, std::int64_t i) {
-  return visit_dtype(d.dtype(), [&]<class T>(T) {
-    return static_cast<std::int64_t>(d.values<T>()[static_cast<std::size_t>(i)]);
+/// An integer element's decimal text (u64 above INT64_MAX included); "1"/"0" for bool.
+inline std::string int_text(const TensorData& d, std::int64_t i) {
+  return visit_dtype(d.dtype(), [&]<class T>(T) -> std::string {
+    if constexpr (std::is_same_v<T, bool>)
+      return d.bytes()[static_cast<std::size_t>(i)] != std::byte{0} ? "1" : "0";
+    else if constexpr (std::is_integral_v<T>)
+      return fmt::format("{}", d.values<T>()[static_cast<std::size_t>(i)]);
+    else
+      return fmt::format("{}",
+                         detail::convert<std::int64_t>(d.values<T>()[static_cast<std::size_t>(i)]));
   });
 }
 
@@ -100,9 +110,9 @@ class ElementFormatter {
   [[nodiscard]] std::string raw(std::int64_t i) const {
     switch (mode_) {
       case Mode::integer:
-        return fmt::format("{}", int_at(*d_, i));
+        return int_text(*d_, i);
       case Mode::boolean:
-        return int_at(*d_, i) != 0 ? "True" : "False";
+        return int_text(*d_, i) != "0" ? "True" : "False";
       default:
         break;
     }

@@ -1,4 +1,4 @@
-// Ferry: f16 and bf16 <-> f32 conversion (round to nearest even) and little-endian scale I/O.
+// Ferry: quantization scales in f32, f16 and bf16: rounding and little-endian I/O.
 // SPDX-License-Identifier: MIT
 #pragma once
 
@@ -8,64 +8,16 @@
 #include <cstring>
 
 #include "ferry/error.hpp"
+#include "ferry/half.hpp"
 #include "ferry/quant/scheme.hpp"
 
 namespace ferry::quant {
 
-/// f32 -> IEEE binary16 bits, round to nearest even; overflow gives inf (65520 -> 0x7c00),
-/// subnormals are rounded correctly, NaN stays a (quiet) NaN with its sign.
-///
-/// Bit code rather than Eigen::half so that this header stays light and its behaviour does not
-/// depend on the target's F16C support; the tests check it against Eigen::half.
-inline std::uint16_t f32_to_f16(float value) noexcept {
-  std::uint32_t f = std::bit_cast<std::uint32_t>(value);
-  const std::uint32_t sign = f & 0x80000000u;
-  f ^= sign;
-  std::uint32_t o;
-  if (f >= 0x47800000u) {                     // >= 65536, inf or NaN: all overflow to inf
-    o = f > 0x7f800000u ? 0x7e00u : 0x7c00u;  // NaN -> quiet NaN
-  } else if (f < 0x38800000u) {  // below the smallest normal half (2^-14): subnormal or zero
-    // Adding 0.5 aligns the value so that the FPU's own round-to-nearest-even rounds it at the
-    // half-subnormal ulp (2^-24); the low bits are then the half's bits.
-    const float aligned = std::bit_cast<float>(f) + 0.5f;
-    o = std::bit_cast<std::uint32_t>(aligned) - 0x3f000000u;
-  } else {
-    const std::uint32_t mant_odd = (f >> 13) & 1u;
-    f += (static_cast<std::uint32_t>(15 - 127) << 23) + 0xfffu;  // rebias; round half up...
-    f += mant_odd;                                               // ...or to even on a tie
-    o = f >> 13;
-  }
-  return static_cast<std::uint16_t>(o | (sign >> 16));
-}
-
-/// IEEE binary16 bits -> f32 (exact).
-inline float f16_to_f32(std::uint16_t h) noexcept {
-  std::uint32_t o = static_cast<std::uint32_t>(h & 0x7fffu) << 13;
-  const std::uint32_t exp = o & 0x0f800000u;
-  o += static_cast<std::uint32_t>(127 - 15) << 23;
-  if (exp == 0x0f800000u) {
-    o += static_cast<std::uint32_t>(128 - 16) << 23;  // inf / NaN: exponent all ones
-  } else if (exp == 0) {
-    // Subnormal half: build 1.m * 2^-14 and subtract the implicit 2^-14 in float arithmetic.
-    o += 1u << 23;
-    o = std::bit_cast<std::uint32_t>(std::bit_cast<float>(o) - std::bit_cast<float>(113u << 23));
-  }
-  o |= static_cast<std::uint32_t>(h & 0x8000u) << 16;
-  return std::bit_cast<float>(o);
-}
-
-/// f32 -> bfloat16 bits, round to nearest even; NaN stays a quiet NaN.
-inline std::uint16_t f32_to_bf16(float value) noexcept {
-  const std::uint32_t f = std::bit_cast<std::uint32_t>(value);
-  if ((f & 0x7fffffffu) > 0x7f800000u) return static_cast<std::uint16_t>((f >> 16) | 0x0040u);
-  const std::uint32_t rounded = f + 0x7fffu + ((f >> 16) & 1u);
-  return static_cast<std::uint16_t>(rounded >> 16);
-}
-
-/// bfloat16 bits -> f32 (exact).
-inline float bf16_to_f32(std::uint16_t b) noexcept {
-  return std::bit_cast<float>(static_cast<std::uint32_t>(b) << 16);
-}
+/// The conversions of ferry/half.hpp under the names quantization code has always used.
+inline std::uint16_t f32_to_f16(float v) noexcept { return ferry::detail::f32_to_f16_bits(v); }
+inline float f16_to_f32(std::uint16_t h) noexcept { return ferry::detail::f16_bits_to_f32(h); }
+inline std::uint16_t f32_to_bf16(float v) noexcept { return ferry::detail::f32_to_bf16_bits(v); }
+inline float bf16_to_f32(std::uint16_t b) noexcept { return ferry::detail::bf16_bits_to_f32(b); }
 
 /// The value `v` takes once stored as `t` (what quantization arithmetic uses).
 inline float round_to(ScaleType t, float v) noexcept {

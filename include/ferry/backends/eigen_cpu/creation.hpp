@@ -9,6 +9,7 @@
 
 #include "ferry/backends/eigen_cpu/buffer.hpp"
 #include "ferry/backends/eigen_cpu/convert.hpp"
+#include "ferry/backends/eigen_cpu/elementwise.hpp"
 #include "ferry/backends/eigen_cpu/loops.hpp"
 #include "ferry/detail/parallel.hpp"
 #include "ferry/dtype.hpp"
@@ -50,13 +51,12 @@ inline CpuTensor arange(const AccountsPtr& acc, const Scalar& start, const Scala
   CpuTensor out = alloc(acc, device, Shape{n}, dtype);
   visit_dtype(dtype, [&]<class T>(T) {
     T* o = out.data<T>();
-    if constexpr (std::is_floating_point_v<T>) {
+    if constexpr (is_float_v<T>) {
       const double s = start.as<double>(), d = step.as<double>();
       parallel_for(0, n, kGrain, [&](std::int64_t lo, std::int64_t hi) {
-        for (std::int64_t i = lo; i < hi; ++i)
-          o[i] = static_cast<T>(s + static_cast<double>(i) * d);
+        for (std::int64_t i = lo; i < hi; ++i) o[i] = convert<T>(s + static_cast<double>(i) * d);
       });
-    } else if constexpr (std::is_integral_v<T> && !std::is_same_v<T, std::uint8_t>) {
+    } else if constexpr (is_int_v<T>) {
       const auto s = static_cast<std::uint64_t>(scalar_operand<std::int64_t>(start, op));
       const auto d = static_cast<std::uint64_t>(scalar_operand<std::int64_t>(step, op));
       parallel_for(0, n, kGrain, [&](std::int64_t lo, std::int64_t hi) {
@@ -95,6 +95,28 @@ inline CpuTensor random(const AccountsPtr& acc, const Shape& shape, DType dtype,
   if (!std::isfinite(dist.a) || !std::isfinite(dist.b) ||
       (dist.kind == Distribution::Kind::uniform ? dist.b < dist.a : dist.b < 0))
     detail::raise<ValueError>("cpu.random", "random: invalid distribution {}", dist);
+  if (dtype == DType::f16 || dtype == DType::bf16) {
+    // The f64 values rounded once; a uniform value that rounds up to b moves below it.
+    CpuTensor out = cast(acc, random(acc, shape, DType::f64, dist, seed, device), dtype, "random");
+    if (dist.kind == Distribution::Kind::uniform && dist.b > dist.a)
+      visit_dtype(dtype, [&]<class T>(T) {
+        if constexpr (is_half_v<T>) {
+          const T hi = convert<T>(dist.b), lo = convert<T>(dist.a);
+          // The largest value below hi (hi is finite: b is).
+          const T below =
+              T::from_bits(static_cast<std::uint16_t>(static_cast<float>(hi) > 0.0f   ? hi.bits - 1
+                                                      : static_cast<float>(hi) < 0.0f ? hi.bits + 1
+                                                                                      : 0x8001));
+          const T fix = static_cast<float>(below) < static_cast<float>(lo) ? lo : below;
+          T* o = out.data<T>();
+          parallel_for(0, out.numel(), kGrain, [&](std::int64_t b0, std::int64_t e) {
+            for (std::int64_t i = b0; i < e; ++i)
+              if (static_cast<float>(o[i]) >= static_cast<float>(hi)) o[i] = fix;
+          });
+        }
+      });
+    return out;
+  }
   CpuTensor out = alloc(acc, device, shape, dtype);
   visit_dtype(dtype, [&]<class T>(T) {
     if constexpr (std::is_floating_point_v<T>) {

@@ -11,6 +11,8 @@
 #include <limits>
 #include <span>
 #include <type_traits>
+#include <utility>
+#include <variant>
 
 #include "ferry/backends/eigen_cpu/buffer.hpp"
 #include "ferry/backends/eigen_cpu/convert.hpp"
@@ -29,8 +31,33 @@ using ArrMap = Eigen::Map<Arr<T>>;
 template <class T>
 using ConstArrMap = Eigen::Map<const Arr<T>>;
 
+/// Every dtype's element but bool.
 template <class T>
-inline constexpr bool is_numeric_v = !std::is_same_v<T, std::uint8_t>;
+inline constexpr bool is_numeric_v = !std::is_same_v<T, bool>;
+/// f32, f64, f16 and bf16 (the Float kind).
+template <class T>
+inline constexpr bool is_float_v = std::is_floating_point_v<T> || is_half_v<T>;
+/// The eight integer dtypes' elements (the Int kind).
+template <class T>
+inline constexpr bool is_int_v = std::is_integral_v<T> && !std::is_same_v<T, bool>;
+/// The unsigned type integer arithmetic wraps in: T's own, or unsigned int for the types that
+/// C++ would promote to (signed) int, whose products could otherwise overflow (UB).
+template <class T>
+using wrap_t =
+    std::conditional_t<(sizeof(T) < sizeof(unsigned)), unsigned, std::make_unsigned_t<T>>;
+
+/// f16/bf16 kernels compute in f32 and round each result once, a chunk at a time.
+inline constexpr std::int64_t kHalfChunk = 512;
+
+/// n elements of a 16-bit float to f32 (exact), and back (rounded once to nearest even).
+template <class H>
+void widen(const H* in, float* out, std::int64_t n) noexcept {
+  for (std::int64_t i = 0; i < n; ++i) out[i] = static_cast<float>(in[i]);
+}
+template <class H>
+void narrow(const float* in, H* out, std::int64_t n) noexcept {
+  for (std::int64_t i = 0; i < n; ++i) out[i] = H(in[i]);
+}
 
 // ---------------------------------------------------------------------------------------------
 // Binary arithmetic (and the two logical ops, which share the broadcast machinery).
@@ -60,7 +87,8 @@ constexpr const char* op_name(BinOp op) noexcept {
 template <class T>
 constexpr T ipow(T x, T e) noexcept {
   using U = std::make_unsigned_t<T>;
-  U base = static_cast<U>(x), r = 1;
+  using W = wrap_t<T>;
+  W base = static_cast<U>(x), r = 1;
   for (auto k = static_cast<U>(e); k != 0; k >>= 1) {
     if (k & 1U) r = static_cast<U>(r * base);
     base = static_cast<U>(base * base);
@@ -80,22 +108,31 @@ inline T binary_one(T a, T b) noexcept {
   } else if constexpr (op == BinOp::logical_or) {
     return static_cast<T>(a | b);
   } else if constexpr (std::is_integral_v<T>) {
+    using W = wrap_t<T>;
     using U = std::make_unsigned_t<T>;
-    if constexpr (op == BinOp::add) return static_cast<T>(static_cast<U>(a) + static_cast<U>(b));
-    if constexpr (op == BinOp::sub) return static_cast<T>(static_cast<U>(a) - static_cast<U>(b));
-    if constexpr (op == BinOp::mul) return static_cast<T>(static_cast<U>(a) * static_cast<U>(b));
-    if constexpr (op == BinOp::div) {
-      if (b == T(-1)) return static_cast<T>(U(0) - static_cast<U>(a));
-      const T q = static_cast<T>(a / b);
-      return (a % b != 0 && ((a < 0) != (b < 0))) ? static_cast<T>(q - 1) : q;
+    if constexpr (op == BinOp::add)
+      return static_cast<T>(static_cast<U>(static_cast<W>(static_cast<U>(a)) + static_cast<U>(b)));
+    if constexpr (op == BinOp::sub)
+      return static_cast<T>(static_cast<U>(static_cast<W>(static_cast<U>(a)) - static_cast<U>(b)));
+    if constexpr (op == BinOp::mul)
+      return static_cast<T>(static_cast<U>(static_cast<W>(static_cast<U>(a)) * static_cast<U>(b)));
+    if constexpr (std::is_unsigned_v<T>) {
+      if constexpr (op == BinOp::div) return static_cast<T>(a / b);
+      if constexpr (op == BinOp::remainder || op == BinOp::fmod) return static_cast<T>(a % b);
+    } else {
+      if constexpr (op == BinOp::div) {
+        if (b == T(-1)) return static_cast<T>(W(0) - static_cast<W>(static_cast<U>(a)));
+        const T q = static_cast<T>(a / b);
+        return (a % b != 0 && ((a < 0) != (b < 0))) ? static_cast<T>(q - 1) : q;
+      }
+      if constexpr (op == BinOp::remainder) {
+        if (b == T(-1)) return T(0);
+        T r = static_cast<T>(a % b);
+        if (r != 0 && ((r < 0) != (b < 0))) r = static_cast<T>(r + b);
+        return r;
+      }
+      if constexpr (op == BinOp::fmod) return b == T(-1) ? T(0) : static_cast<T>(a % b);
     }
-    if constexpr (op == BinOp::remainder) {
-      if (b == T(-1)) return T(0);
-      T r = static_cast<T>(a % b);
-      if (r != 0 && ((r < 0) != (b < 0))) r = static_cast<T>(r + b);
-      return r;
-    }
-    if constexpr (op == BinOp::fmod) return b == T(-1) ? T(0) : static_cast<T>(a % b);
     if constexpr (op == BinOp::pow) return ipow(a, b);
     if constexpr (op == BinOp::maximum) return a > b ? a : b;
     if constexpr (op == BinOp::minimum) return a < b ? a : b;
@@ -137,11 +174,32 @@ auto binary_expr(const X& x, const Y& y) {
   }
 }
 
+template <BinOp op, class T>
+void binary_run_plain(T* o, const T* a, bool va, const T* b, bool vb, std::int64_t n);
+
 /// One inner run: `n` outputs from operands that step 1 (`va`/`vb` true) or 0 (broadcast).
 /// Floats go through Eigen's packet ops; integer ops are plain loops (their wrap/trunc rules
 /// have no packet form, and plain loops keep the instantiation cost of a TU down).
 template <BinOp op, class T>
 void binary_run(T* o, const T* a, bool va, const T* b, bool vb, std::int64_t n) {
+  if constexpr (is_half_v<T>) {  // in f32, a chunk at a time, each result rounded once
+    float x[kHalfChunk], y[kHalfChunk], z[kHalfChunk];
+    if (!va) widen(a, x, 1);
+    if (!vb) widen(b, y, 1);
+    for (std::int64_t i = 0; i < n; i += kHalfChunk) {
+      const std::int64_t len = std::min(kHalfChunk, n - i);
+      if (va) widen(a + i, x, len);
+      if (vb) widen(b + i, y, len);
+      binary_run<op, float>(z, x, va, y, vb, len);
+      narrow(z, o + i, len);
+    }
+  } else {
+    binary_run_plain<op, T>(o, a, va, b, vb, n);
+  }
+}
+
+template <BinOp op, class T>
+void binary_run_plain(T* o, const T* a, bool va, const T* b, bool vb, std::int64_t n) {
   if constexpr (std::is_floating_point_v<T>) {
     ArrMap<T> out(o, n);
     if (va && vb) {
@@ -160,13 +218,13 @@ void binary_run(T* o, const T* a, bool va, const T* b, bool vb, std::int64_t n) 
 /// Rejects the values an integer op has no answer for, before anything is computed.
 template <BinOp op, class T>
 void check_domain(const T* b, std::int64_t n) {
-  if constexpr (std::is_integral_v<T> && is_numeric_v<T>) {
+  if constexpr (is_int_v<T>) {
     if constexpr (op == BinOp::div || op == BinOp::remainder || op == BinOp::fmod) {
       for (std::int64_t i = 0; i < n; ++i)
         if (b[i] == T(0))
           detail::raise<ValueError>("cpu.zero_division", "{}: integer division by zero ({})",
                                     op_name(op), dtype_of<T>);
-    } else if constexpr (op == BinOp::pow) {
+    } else if constexpr (op == BinOp::pow && std::is_signed_v<T>) {
       for (std::int64_t i = 0; i < n; ++i)
         if (b[i] < T(0))
           detail::raise<ValueError>("cpu.pow",
@@ -188,7 +246,7 @@ void check_binary_dtype(DType d) {
   constexpr bool logical = op == BinOp::logical_and || op == BinOp::logical_or;
   if (logical ? d != DType::boolean : (d == DType::boolean || d == DType::quantized))
     detail::raise<DTypeError>("cpu.dtype", "{}: {} operands are not supported{}", op_name(op), d,
-                              logical ? " (bool only)" : " (f32, f64, i32, i64 only)");
+                              logical ? " (bool only)" : " (float and integer dtypes only)");
 }
 
 /// `op(a, b)` with numpy broadcasting; writes into a or b when the kernel holds it alone.
@@ -270,10 +328,42 @@ constexpr bool compare_one(A a, B b) noexcept {
   if constexpr (op == CmpOp::le) return a <= b;
 }
 
+/// `a op v` on the exact values of an integer (or bool) element and a scalar: integers compare
+/// as integers of any signedness (std::cmp_less), a floating scalar against the element as f64.
+template <CmpOp op, class T, class V>
+constexpr bool compare_exact(T a, V v) noexcept {
+  if constexpr (std::is_same_v<V, double>) {
+    return compare_one<op>(static_cast<double>(a), v);
+  } else {
+    using A = std::conditional_t<std::is_same_v<T, bool>, int, T>;
+    using B = std::conditional_t<std::is_same_v<V, bool>, int, V>;
+    const auto x = static_cast<A>(a);
+    const auto y = static_cast<B>(v);
+    if constexpr (op == CmpOp::eq) return std::cmp_equal(x, y);
+    if constexpr (op == CmpOp::ne) return std::cmp_not_equal(x, y);
+    if constexpr (op == CmpOp::gt) return std::cmp_greater(x, y);
+    if constexpr (op == CmpOp::ge) return std::cmp_greater_equal(x, y);
+    if constexpr (op == CmpOp::lt) return std::cmp_less(x, y);
+    if constexpr (op == CmpOp::le) return std::cmp_less_equal(x, y);
+  }
+}
+
 template <CmpOp op, class T>
 void compare_run(std::uint8_t* o, const T* a, bool va, const T* b, bool vb, std::int64_t n) {
-  const std::int64_t sa = va ? 1 : 0, sb = vb ? 1 : 0;
-  for (std::int64_t i = 0; i < n; ++i) o[i] = compare_one<op>(a[i * sa], b[i * sb]) ? 1 : 0;
+  if constexpr (is_half_v<T>) {  // exact in f32
+    float x[kHalfChunk], y[kHalfChunk];
+    if (!va) widen(a, x, 1);
+    if (!vb) widen(b, y, 1);
+    for (std::int64_t i = 0; i < n; i += kHalfChunk) {
+      const std::int64_t len = std::min(kHalfChunk, n - i);
+      if (va) widen(a + i, x, len);
+      if (vb) widen(b + i, y, len);
+      compare_run<op, float>(o + i, x, va, y, vb, len);
+    }
+  } else {
+    const std::int64_t sa = va ? 1 : 0, sb = vb ? 1 : 0;
+    for (std::int64_t i = 0; i < n; ++i) o[i] = compare_one<op>(a[i * sa], b[i * sb]) ? 1 : 0;
+  }
 }
 
 template <CmpOp op, class T>
@@ -330,7 +420,7 @@ CpuTensor compare_scalar(const AccountsPtr& acc, CpuTensor a, const Scalar& s) {
   visit_dtype(a.dtype, [&]<class T>(T) {
     auto* po = out.data<std::uint8_t>();
     const T* pa = a.data<const T>();
-    if constexpr (std::is_floating_point_v<T>) {
+    if constexpr (is_float_v<T>) {
       const T v = scalar_cast<T>(s);
       parallel_for(0, n, kGrain, [&](std::int64_t lo, std::int64_t hi) {
         compare_run<op, T>(po + lo, pa + lo, true, &v, false, hi - lo);
@@ -338,14 +428,10 @@ CpuTensor compare_scalar(const AccountsPtr& acc, CpuTensor a, const Scalar& s) {
     } else if constexpr (compare_valid_v<op, T>) {
       auto run = [&](auto v) {
         parallel_for(0, n, kGrain, [&](std::int64_t lo, std::int64_t hi) {
-          for (std::int64_t i = lo; i < hi; ++i)
-            po[i] = compare_one<op>(static_cast<decltype(v)>(pa[i]), v) ? 1 : 0;
+          for (std::int64_t i = lo; i < hi; ++i) po[i] = compare_exact<op>(pa[i], v) ? 1 : 0;
         });
       };
-      if (s.is_floating())
-        run(s.as<double>());
-      else
-        run(s.as<std::int64_t>());
+      std::visit(run, s.value());
     }
   });
   return out;
@@ -381,10 +467,17 @@ auto unary_expr(const X& x) {
     return x.unaryExpr([](T v) { return static_cast<T>(v ^ T(1)); });
   } else if constexpr (std::is_integral_v<T>) {
     using U = std::make_unsigned_t<T>;
-    if constexpr (op == UnOp::neg)  // wraps: -INT_MIN == INT_MIN
-      return x.unaryExpr([](T v) { return static_cast<T>(U(0) - static_cast<U>(v)); });
+    using W = wrap_t<T>;
+    if constexpr (op == UnOp::neg)  // wraps: -INT_MIN == INT_MIN; unsigned: 2^n - v, as torch
+      return x.unaryExpr([](T v) {
+        return static_cast<T>(static_cast<U>(W(0) - static_cast<W>(static_cast<U>(v))));
+      });
+    else if constexpr (op == UnOp::abs && std::is_unsigned_v<T>)  // the identity
+      return x.unaryExpr([](T v) { return v; });
     else if constexpr (op == UnOp::abs)  // wraps: abs(INT_MIN) == INT_MIN, as in torch
-      return x.unaryExpr([](T v) { return v < 0 ? static_cast<T>(U(0) - static_cast<U>(v)) : v; });
+      return x.unaryExpr([](T v) {
+        return v < 0 ? static_cast<T>(static_cast<U>(W(0) - static_cast<W>(static_cast<U>(v)))) : v;
+      });
     else
       return x.max(T(0));
   } else {
@@ -404,7 +497,15 @@ inline constexpr bool is_math_op_v =
 /// One contiguous run of a unary op: `n` outputs from `n` inputs.
 template <UnOp op, class T>
 void unary_run(const T* x, T* y, std::int64_t n) {
-  if constexpr (is_math_op_v<op>) {
+  if constexpr (is_half_v<T>) {  // in f32, a chunk at a time, each result rounded once
+    float a[kHalfChunk], b[kHalfChunk];
+    for (std::int64_t i = 0; i < n; i += kHalfChunk) {
+      const std::int64_t len = std::min(kHalfChunk, n - i);
+      widen(x + i, a, len);
+      unary_run<op, float>(a, b, len);
+      narrow(b, y + i, len);
+    }
+  } else if constexpr (is_math_op_v<op>) {
     if constexpr (op == UnOp::exp) math::exp(x, y, n);
     if constexpr (op == UnOp::log) math::log(x, y, n);
     if constexpr (op == UnOp::sqrt) math::sqrt(x, y, n);
@@ -439,7 +540,7 @@ CpuTensor unary(const AccountsPtr& acc, CpuTensor a) {
     constexpr bool valid = op == UnOp::logical_not ? !is_numeric_v<T>
                            : (op == UnOp::neg || op == UnOp::abs || op == UnOp::relu)
                                ? is_numeric_v<T>
-                               : std::is_floating_point_v<T>;
+                               : is_float_v<T>;
     if constexpr (valid) {
       T* po = out.data<T>();
       const T* pa = a.data<const T>();
@@ -461,27 +562,51 @@ inline CpuTensor clamp(const AccountsPtr& acc, CpuTensor a, const Scalar& lo, co
   CpuTensor out = reuse_or_alloc(acc, a, a.shape, a.dtype);
   visit_dtype(a.dtype, [&]<class T>(T) {
     if constexpr (is_numeric_v<T>) {
-      T l, h;
+      using L = std::numeric_limits<T>;
+      using C = std::conditional_t<is_half_v<T>, float, T>;  // halves clamp as exact f32
+      C l, h;
       if constexpr (std::is_integral_v<T>) {
         auto bound = [](const Scalar& s, bool up) {
-          if (s.is_floating())
-            return convert<T>(up ? std::ceil(s.as<double>()) : std::floor(s.as<double>()));
-          return static_cast<T>(std::clamp<std::int64_t>(
-              s.as<std::int64_t>(), std::numeric_limits<T>::min(), std::numeric_limits<T>::max()));
+          return std::visit(
+              [&]<class V>(V v) -> T {
+                if constexpr (std::is_same_v<V, double>)
+                  return convert<T>(up ? std::ceil(v) : std::floor(v));
+                else if constexpr (std::is_same_v<V, bool>)
+                  return static_cast<T>(v);
+                else if (std::cmp_less(v, L::min()))
+                  return L::min();
+                else if (std::cmp_greater(v, L::max()))
+                  return L::max();
+                else
+                  return static_cast<T>(v);
+              },
+              s.value());
         };
         l = bound(lo, true);
         h = bound(hi, false);
-      } else {
-        l = scalar_cast<T>(lo);
-        h = scalar_cast<T>(hi);
+      } else {  // the bounds rounded to the dtype, so a clamped value is exactly one of them
+        l = static_cast<C>(scalar_cast<T>(lo));
+        h = static_cast<C>(scalar_cast<T>(hi));
       }
       T* po = out.data<T>();
       const T* pa = a.data<const T>();
+      auto run = [&](const C* x, C* y, std::int64_t n) {
+        ArrMap<C>(y, n) = binary_expr<BinOp::minimum, C>(
+            binary_expr<BinOp::maximum, C>(ConstArrMap<C>(x, n), Arr<C>::Constant(n, l)),
+            Arr<C>::Constant(n, h));
+      };
       parallel_for(0, a.numel(), kGrain, [&](std::int64_t b, std::int64_t e) {
-        const auto n = e - b;
-        ArrMap<T>(po + b, n) = binary_expr<BinOp::minimum, T>(
-            binary_expr<BinOp::maximum, T>(ConstArrMap<T>(pa + b, n), Arr<T>::Constant(n, l)),
-            Arr<T>::Constant(n, h));
+        if constexpr (is_half_v<T>) {
+          float x[kHalfChunk];
+          for (std::int64_t i = b; i < e; i += kHalfChunk) {
+            const std::int64_t len = std::min(kHalfChunk, e - i);
+            widen(pa + i, x, len);
+            run(x, x, len);
+            narrow(x, po + i, len);
+          }
+        } else {
+          run(pa + b, po + b, e - b);
+        }
       });
     }
   });
@@ -503,7 +628,8 @@ inline CpuTensor where(const AccountsPtr& acc, CpuTensor mask, CpuTensor a, CpuT
   CpuTensor out = reusable(a, n, a.dtype)   ? CpuTensor{a.buf, shape, a.dtype, a.device}
                   : reusable(b, n, b.dtype) ? CpuTensor{b.buf, shape, b.dtype, b.device}
                                             : alloc(acc, a.device, shape, a.dtype);
-  visit_dtype(a.dtype, [&]<class T>(T) {
+  visit_dtype(a.dtype, [&]<class E>(E) {
+    using T = std::conditional_t<is_half_v<E>, std::uint16_t, E>;  // moved as bits
     const auto so = shape.strides();
     const auto sm = broadcast_strides(mask.shape, shape);
     const auto sa = broadcast_strides(a.shape, shape);
@@ -540,7 +666,7 @@ inline CpuTensor cast(const AccountsPtr& acc, CpuTensor a, DType to, const char*
       const S* p = a.data<const S>();
       D* o = out.data<D>();
       parallel_for(0, a.numel(), kGrain, [&](std::int64_t lo, std::int64_t hi) {
-        if constexpr (std::is_floating_point_v<D> && !std::is_same_v<S, std::uint8_t>) {
+        if constexpr (std::is_floating_point_v<D> && (std::is_floating_point_v<S> || is_int_v<S>)) {
           ArrMap<D>(o + lo, hi - lo) = ConstArrMap<S>(p + lo, hi - lo).template cast<D>();
         } else {
           for (std::int64_t i = lo; i < hi; ++i) o[i] = convert<D>(p[i]);

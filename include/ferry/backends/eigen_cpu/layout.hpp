@@ -13,6 +13,7 @@
 #include <cstring>
 #include <span>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "ferry/backends/eigen_cpu/buffer.hpp"
@@ -34,6 +35,8 @@ decltype(auto) visit_width(DType d, F&& f) {
   switch (dtype_size(d)) {
     case 1:
       return f(std::uint8_t{});
+    case 2:
+      return f(std::uint16_t{});
     case 4:
       return f(std::uint32_t{});
     default:
@@ -290,7 +293,7 @@ template <class I>
 void check_indices(const I* idx, std::int64_t n, std::int64_t size, std::size_t dim,
                    const char* op) {
   for (std::int64_t k = 0; k < n; ++k)
-    if (idx[k] < 0 || idx[k] >= size)
+    if (std::cmp_less(idx[k], 0) || std::cmp_greater_equal(idx[k], size))
       detail::raise<IndexError>("cpu.index",
                                 "{}: index {} is out of range for dim {} of size {} (negative "
                                 "indices are not wrapped)",
@@ -316,7 +319,7 @@ inline CpuTensor gather(const AccountsPtr& acc, CpuTensor a, std::size_t dim, Cp
                               index.shape, a.shape, dim);
   CpuTensor out = alloc(acc, a.device, index.shape, a.dtype);
   visit_dtype(index.dtype, [&]<class I>(I) {
-    if constexpr (std::is_same_v<I, std::int32_t> || std::is_same_v<I, std::int64_t>) {
+    if constexpr (std::is_integral_v<I> && !std::is_same_v<I, bool>) {
       const I* idx = index.data<const I>();
       check_indices(idx, index.numel(), a.shape[dim], dim, "gather");
       auto si = a.shape.strides();
@@ -368,7 +371,7 @@ inline CpuTensor index_select(const AccountsPtr& acc, CpuTensor a, std::size_t d
   }
   const auto row = static_cast<std::size_t>(inner) * dtype_size(a.dtype);
   visit_dtype(index.dtype, [&]<class I>(I) {
-    if constexpr (std::is_same_v<I, std::int32_t> || std::is_same_v<I, std::int64_t>) {
+    if constexpr (std::is_integral_v<I> && !std::is_same_v<I, bool>) {
       const I* idx = index.data<const I>();
       check_indices(idx, len, n, dim, "index_select");
       if (row == 0) return;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "ferry/backends/eigen_cpu/buffer.hpp"
+#include "ferry/backends/eigen_cpu/elementwise.hpp"
 #include "ferry/backends/eigen_cpu/loops.hpp"
 #include "ferry/detail/parallel.hpp"
 #include "ferry/dtype.hpp"
@@ -40,6 +41,13 @@ inline CpuTensor matmul(const AccountsPtr& acc, CpuTensor a, CpuTensor b) {
   const Kind k = kind_of(a.dtype);
   if (k != Kind::Float && k != Kind::Int)
     detail::raise<DTypeError>("cpu.dtype", "matmul: {} operands are not supported", a.dtype);
+  if (a.dtype == DType::f16 || a.dtype == DType::bf16) {  // f32 GEMM, each result rounded once
+    const DType h = a.dtype;
+    return cast(acc,
+                matmul(acc, cast(acc, std::move(a), DType::f32, "matmul"),
+                       cast(acc, std::move(b), DType::f32, "matmul")),
+                h, "matmul");
+  }
   const std::size_t ra = a.shape.rank(), rb = b.shape.rank();
   if (ra < 2 || rb < 2)
     detail::raise<ShapeError>("shape", "matmul: operands need rank >= 2, got {} and {}", a.shape,
@@ -91,7 +99,7 @@ inline CpuTensor matmul(const AccountsPtr& acc, CpuTensor a, CpuTensor b) {
   const bool small = nb * m * row_work < 2 * kGemmGrain;
 
   visit_dtype(a.dtype, [&]<class T>(T) {
-    if constexpr (!std::is_same_v<T, std::uint8_t>) {
+    if constexpr (is_numeric_v<T> && !is_half_v<T>) {
       using S = typename GemmScalar<T>::type;
       const S* pa = a.data<const S>();
       const S* pb = b.data<const S>();
@@ -109,14 +117,15 @@ inline CpuTensor matmul(const AccountsPtr& acc, CpuTensor a, CpuTensor b) {
                 Eigen::Map<const Mat>(A, r, kk) * Eigen::Map<const Mat>(B, kk, n);
           } else {
             // Integer GEMM: i-k-j order, the inner loop a contiguous axpy over a row of B.
+            using W = wrap_t<S>;  // no promotion to int: u16 products would overflow it
             std::fill(C, C + r * n, S{0});
             for (std::int64_t i = 0; i < r; ++i)
               for (std::int64_t q = 0; q < kk; ++q) {
-                const S x = A[i * kk + q];
+                const W x = A[i * kk + q];
                 const S* brow = B + q * n;
                 S* crow = C + i * n;
                 for (std::int64_t j = 0; j < n; ++j)
-                  crow[j] = static_cast<S>(crow[j] + x * brow[j]);
+                  crow[j] = static_cast<S>(crow[j] + x * static_cast<W>(brow[j]));
               }
           }
         }

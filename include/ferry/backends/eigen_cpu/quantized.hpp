@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "ferry/backends/eigen_cpu/buffer.hpp"
+#include "ferry/backends/eigen_cpu/elementwise.hpp"
 #include "ferry/backends/eigen_cpu/qtensor.hpp"
 #include "ferry/error.hpp"
 #include "ferry/quant/kernels.hpp"
@@ -55,15 +56,23 @@ inline CpuQTensor copy_q(const AccountsPtr& acc, int device, const CpuQTensor& q
                             copy_bytes(acc, device, p.scales), copy_bytes(acc, device, p.offsets)});
 }
 
-/// The float values of a CpuTensor as f32 (a view when it already is f32).
+/// The float values of a CpuTensor as f32 (a view when it already is f32; f16 and bf16 widen
+/// exactly, f64 rounds to nearest), so every float dtype quantizes as its f32 values do.
 inline std::span<const float> f32_view(const CpuTensor& x, std::vector<float>& scratch) {
   const auto n = static_cast<std::size_t>(x.numel());
   if (x.dtype == DType::f32) return {x.data<float>(), n};
-  if (x.dtype != DType::f64)
+  if (kind_of(x.dtype) != Kind::Float)
     raise<DTypeError>("dtype", "quantize: needs a float tensor, got {}", x.dtype);
   scratch.resize(n);
-  const double* p = x.data<double>();
-  for (std::size_t i = 0; i < n; ++i) scratch[i] = static_cast<float>(p[i]);
+  visit_dtype(x.dtype, [&]<class T>(T) {
+    if constexpr (std::is_floating_point_v<T> || is_half_v<T>) {
+      const T* p = x.data<const T>();
+      parallel_for(0, static_cast<std::int64_t>(n), kGrain, [&](std::int64_t lo, std::int64_t hi) {
+        for (std::int64_t i = lo; i < hi; ++i)
+          scratch[static_cast<std::size_t>(i)] = static_cast<float>(p[i]);
+      });
+    }
+  });
   return scratch;
 }
 

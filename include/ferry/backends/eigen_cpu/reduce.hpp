@@ -109,8 +109,9 @@ T fold(const T* p, std::int64_t n) {
 
 /// sum/prod/mean/max/min. A reduced extent of 1 returns the input's buffer reshaped (shared,
 /// zero-copy). Empty extents: sum 0, prod 1, mean NaN, max/min ValueError. Integer sum and prod
-/// accumulate in and return i64 (wrapping modulo 2^64), as torch.sum and numpy do: sum of i32
-/// {INT_MAX, 1} is 2^31, not INT_MIN.
+/// accumulate in and return i64 (u64 for u64; see accumulate_dtype), wrapping modulo 2^64, as
+/// torch.sum and numpy do: sum of i32 {INT_MAX, 1} is 2^31, not INT_MIN. f16 and bf16 reduce
+/// in f32 and round the result once.
 template <RedOp op>
 CpuTensor reduce(const AccountsPtr& acc, CpuTensor a, std::optional<std::size_t> dim,
                  bool keepdim) {
@@ -120,7 +121,13 @@ CpuTensor reduce(const AccountsPtr& acc, CpuTensor a, std::optional<std::size_t>
   if (op == RedOp::mean ? k != Kind::Float : (k != Kind::Float && k != Kind::Int))
     detail::raise<DTypeError>("cpu.dtype", "{}: {} operands are not supported", name, a.dtype);
   if constexpr (op == RedOp::sum || op == RedOp::prod)
-    if (k == Kind::Int && a.dtype != DType::i64) a = cast(acc, std::move(a), DType::i64, name);
+    if (k == Kind::Int && a.dtype != accumulate_dtype(a.dtype))
+      a = cast(acc, std::move(a), accumulate_dtype(a.dtype), name);
+  if (a.dtype == DType::f16 || a.dtype == DType::bf16) {  // in f32 (exact), rounded once
+    const DType h = a.dtype;
+    return cast(acc, reduce<op>(acc, cast(acc, std::move(a), DType::f32, name), dim, keepdim), h,
+                name);
+  }
   ReduceGeom g = reduce_geom(a.shape, dim, keepdim, name);
   if (g.n == 0 && (op == RedOp::max || op == RedOp::min))
     detail::raise<ValueError>("cpu.empty",
@@ -130,7 +137,7 @@ CpuTensor reduce(const AccountsPtr& acc, CpuTensor a, std::optional<std::size_t>
   if (g.n == 1) return CpuTensor{std::move(a.buf), std::move(g.out), a.dtype, a.device};
   CpuTensor out = alloc(acc, a.device, g.out, a.dtype);
   visit_dtype(a.dtype, [&]<class T>(T) {
-    if constexpr (is_numeric_v<T>) {
+    if constexpr (is_numeric_v<T> && !is_half_v<T>) {
       const T* p = a.data<const T>();
       T* o = out.data<T>();
       const std::int64_t rows = g.outer * g.inner;
@@ -201,12 +208,14 @@ CpuTensor arg_reduce(const AccountsPtr& acc, CpuTensor a, std::optional<std::siz
   if (g.n == 0)
     detail::raise<ValueError>("cpu.empty", "{}: cannot reduce an empty extent (shape {}, {})", name,
                               a.shape, dim ? fmt::format("dim {}", *dim) : "all dims");
+  if (a.dtype == DType::f16 || a.dtype == DType::bf16)  // exact in f32
+    return arg_reduce<is_max>(acc, cast(acc, std::move(a), DType::f32, name), dim, keepdim);
   CpuTensor out = alloc(acc, a.device, g.out, DType::i64);
   // No output rows (a 0 dim beside the reduced one, say argmin of [2, 3, 0] along dim 1): no work,
   // and the grain below would divide by the empty row length.
   if (g.outer * g.inner == 0) return out;
   visit_dtype(a.dtype, [&]<class T>(T) {
-    if constexpr (is_numeric_v<T>) {
+    if constexpr (is_numeric_v<T> && !is_half_v<T>) {
       const T* p = a.data<const T>();
       auto* o = out.data<std::int64_t>();
       using Best = std::pair<T, std::int64_t>;

@@ -43,6 +43,28 @@ FERRY_FUNC CpuQTensor EigenCpu::quantize_dynamic(CpuTensor x, const quant::Schem
 }
 FERRY_FUNC CpuTensor EigenCpu::dequantize(CpuQTensor q, DType to) const {
   const auto& p = q.parts();
+  if (to == DType::f16 || to == DType::bf16) {
+    // f32 values a cache-sized chunk at a time, each rounded once: no whole f32 copy.
+    CpuTensor h = detail::cpu::alloc(acc_, q.device(), p.shape, to);
+    visit_dtype(to, [&]<class H>(H) {
+      if constexpr (is_half_v<H>) {
+        constexpr std::int64_t kChunk = 8192;
+        H* o = h.data<H>();
+        const std::int64_t n = p.shape.numel();
+        detail::parallel_for(
+            0, (n + kChunk - 1) / kChunk, 1, [&](std::int64_t c0, std::int64_t c1) {
+              std::vector<float> tmp(static_cast<std::size_t>(kChunk));
+              for (std::int64_t c = c0; c < c1; ++c) {
+                const std::int64_t lo = c * kChunk, len = std::min(kChunk, n - lo);
+                quant::dequantize_range(
+                    p, lo, lo + len, std::span<float>(tmp.data(), static_cast<std::size_t>(len)));
+                detail::cpu::narrow(tmp.data(), o + lo, len);
+              }
+            });
+      }
+    });
+    return h;
+  }
   CpuTensor f = detail::cpu::alloc(acc_, q.device(), p.shape, DType::f32);
   quant::dequantize(p,
                     std::span<float>(f.data<float>(), static_cast<std::size_t>(p.shape.numel())));
@@ -62,6 +84,12 @@ FERRY_FUNC CpuQTensor EigenCpu::q_slice(
   return detail::cpu::make_q(acc_, q.device(), quant::q_slice(q.parts(), ranges));
 }
 FERRY_FUNC CpuTensor EigenCpu::q_matmul(CpuTensor x, CpuQTensor w) const {
+  if (x.dtype == DType::f16 || x.dtype == DType::bf16) {  // in f32, rounded once
+    const DType h = x.dtype;
+    return detail::cpu::cast(
+        acc_, detail::cpu::q_matmul(acc_, detail::cpu::cast(acc_, x, DType::f32, "q_matmul"), w), h,
+        "q_matmul");
+  }
   return detail::cpu::q_matmul(acc_, x, w);
 }
 

@@ -1,0 +1,78 @@
+// Ferry: the one element conversion rule — what cast, to_vector and scalars do to a value.
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <type_traits>
+#include <utility>
+#include <variant>
+
+#include "ferry/dtype.hpp"
+#include "ferry/half.hpp"
+
+namespace ferry::detail {
+
+/// @brief Converts one element of any dtype's type to another's, defined for every input.
+///
+/// - to bool: `x != 0` (NaN is true, as in torch);
+/// - float -> integer: truncation toward zero, NaN -> 0, out of range saturates to the type's
+///   min/max (negative values to 0 for unsigned types); C++ leaves these undefined and torch
+///   unspecified;
+/// - integer -> integer: two's-complement wrap modulo 2^n (C++20 modular conversion);
+/// - anything -> float: nearest value, rounded once (to f16/bf16 also from f64 and 64-bit
+///   integers, see ferry/half.hpp); f16/bf16 -> anything goes through their exact f32 value.
+template <class To, class From>
+constexpr To convert(From x) noexcept {
+  if constexpr (is_half_v<From>) {
+    return convert<To>(static_cast<float>(x));
+  } else if constexpr (std::is_same_v<To, bool>) {
+    return x != From(0);
+  } else if constexpr (is_half_v<To>) {
+    return To(x);
+  } else if constexpr (std::is_integral_v<To> && std::is_floating_point_v<From>) {
+    const auto v = static_cast<double>(x);
+    if (v != v) return To{0};
+    // 2^(bits - 1) or 2^bits as a double is exact; max() itself may not be (2^63 - 1 rounds up).
+    using L = std::numeric_limits<To>;
+    constexpr double hi = std::is_signed_v<To> ? -static_cast<double>(L::min())
+                                               : 2.0 * static_cast<double>(L::max() / 2 + 1);
+    constexpr auto lo = static_cast<double>(std::numeric_limits<To>::min());
+    if (v >= hi) return std::numeric_limits<To>::max();
+    if (v <= lo) return std::numeric_limits<To>::min();
+    return static_cast<To>(v);
+  } else {
+    return static_cast<To>(x);
+  }
+}
+
+/// True when `s` is exactly a value of T: any scalar for a float type (it is rounded to
+/// nearest, as in torch); for an integer type an integral value in its range; for bool 0 or 1.
+template <class T>
+bool scalar_exact(const Scalar& s) noexcept {
+  if constexpr (std::is_floating_point_v<T> || is_half_v<T>) {
+    return true;
+  } else if constexpr (std::is_same_v<T, bool>) {
+    const double v = s.as<double>();
+    return v == 0.0 || v == 1.0;
+  } else {
+    return std::visit(
+        []<class V>(V v) {
+          if constexpr (std::is_same_v<V, bool>) {
+            return true;
+          } else if constexpr (std::is_same_v<V, double>) {
+            using L = std::numeric_limits<T>;
+            const double hi = std::is_signed_v<T> ? -static_cast<double>(L::min())
+                                                  : 2.0 * static_cast<double>(L::max() / 2 + 1);
+            return std::isfinite(v) && std::trunc(v) == v && v >= static_cast<double>(L::min()) &&
+                   v < hi;
+          } else {
+            return std::in_range<T>(v);
+          }
+        },
+        s.value());
+  }
+}
+
+}  // namespace ferry::detail
