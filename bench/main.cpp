@@ -57,9 +57,10 @@ class Collector : public benchmark::BenchmarkReporter {
         s.error = r.error_message;
         continue;
       }
-      Rep rep{r.real_accumulated_time / static_cast<double>(std::max<std::int64_t>(1, r.iterations)),
-              r.iterations,
-              {}};
+      Rep rep{
+          r.real_accumulated_time / static_cast<double>(std::max<std::int64_t>(1, r.iterations)),
+          r.iterations,
+          {}};
       for (const auto& [name, c] : r.counters) rep.counters[name] = c.value;
       s.reps.push_back(std::move(rep));
     }
@@ -176,56 +177,114 @@ std::vector<Row> rows() {
       {"dispatch, tiny add, inline",
        {"router (Inline) per add", "dispatch/router_inline", M::time_per_item},
        {"kernel called directly", "dispatch/direct_kernel", M::time_per_item},
-       Ratio::a_over_b, true, 1.5},
+       Ratio::a_over_b,
+       true,
+       1.5},
       {"dispatch, tiny add, async stream",
        {"router (Async), 1000 adds + sync, per add", "dispatch/router_async_stream/1000",
         M::time_per_item},
        {"kernel called directly", "dispatch/direct_kernel", M::time_per_item},
-       Ratio::a_over_b, true, 3.0},
+       Ratio::a_over_b,
+       true,
+       3.0},
       {"matmul 512x512 f32 (1 thread)",
        {"router", "matmul512/router", M::time_per_item},
        {"Eigen GEMM directly", "matmul512/eigen_direct", M::time_per_item},
-       Ratio::a_over_b, true, 1.05},
+       Ratio::a_over_b,
+       true,
+       1.05},
       {"quantize_dynamic int8 per tensor, 64Mi",
        {"f32 read", "quantize_dynamic/i8_per_tensor/64Mi", M::bytes_rate},
        {"memcpy 256MiB", "memcpy/bytes:268435456", M::bytes_rate},
-       Ratio::a_over_b, false, 0.5},
+       Ratio::a_over_b,
+       false,
+       0.5},
       {"dequantize int4 block32 f16, 64Mi",
        {"f32 written", "dequantize/i4_block32_f16/64Mi", M::bytes_rate},
        {"memcpy 256MiB", "memcpy/bytes:268435456", M::bytes_rate},
-       Ratio::a_over_b, false, 0.5},
+       Ratio::a_over_b,
+       false,
+       0.5},
       {"q.to(device) int8 block32 f16, 4096^2",
        {"bytes moved", "q_to/packed/bits:8", M::bytes_rate},
        {"memcpy same bytes", "memcpy_q/bytes:17825792", M::bytes_rate},
-       Ratio::a_over_b, false, 0.9},
+       Ratio::a_over_b,
+       false,
+       0.9},
       {"q.to(device) int4 block32 f16, 4096^2",
        {"bytes moved", "q_to/packed/bits:4", M::bytes_rate},
        {"memcpy same bytes", "memcpy_q/bytes:9437184", M::bytes_rate},
-       Ratio::a_over_b, false, 0.9},
+       Ratio::a_over_b,
+       false,
+       0.9},
       {"q.to(device) vs workaround, int4",
        {"packed move", "q_to/packed/bits:4", M::time_per_item},
        {"dequantize, move f32, quantize", "q_to/workaround_i4", M::time_per_item},
-       Ratio::b_over_a, false, 20.0, "x"},
+       Ratio::b_over_a,
+       false,
+       20.0,
+       "x"},
       {"bytes moved by q.to, int4 block32 f16",
        {"stats().bytes_in", "q_to/bytes_in_i4", M::counter, "bytes_in"},
        {"the f32 tensor", "q_to/bytes_in_i4", M::counter, "f32_bytes"},
-       Ratio::a_over_b, true, 0.15},
+       Ratio::a_over_b,
+       true,
+       0.15},
       {"two devices, 2 matmul256 streams",
        {"matmuls/s, 2 devices", "streams/matmul256x2/devices:2", M::items_rate},
        {"matmuls/s, 1 device", "streams/matmul256x2/devices:1", M::items_rate},
-       Ratio::a_over_b, false, 1.7},
+       Ratio::a_over_b,
+       false,
+       1.7},
       {"control: 2 plain Eigen GEMM streams (no Ferry)",
        {"matmuls/s, 2 std::threads", "streams/eigen_control/threads:2", M::items_rate},
        {"matmuls/s, 1 thread", "streams/eigen_control/threads:1", M::items_rate},
-       Ratio::a_over_b, false, 1.7},
+       Ratio::a_over_b,
+       false,
+       1.7},
       {"exp f32, 16 Mi",
        {"router exp, 1 kernel thread", "exp_f32_16Mi/router", M::time_per_item},
        {"std::exp loop", "exp_f32_16Mi/std_exp_loop", M::time_per_item},
-       Ratio::b_over_a, false, 2.0, "x"},
+       Ratio::b_over_a,
+       false,
+       2.0,
+       "x"},
+      {"cast f32 -> f16, 64 Mi",
+       {"f32 read", "cast/f32_to_f16/64Mi", M::bytes_rate},
+       {"memcpy 256MiB", "memcpy/bytes:268435456", M::bytes_rate},
+       Ratio::a_over_b,
+       false,
+       0.5},
+      {"add f16, 16 Mi (1 thread)",
+       {"f16 elements/s", "add_16Mi/f16:1", M::items_rate},
+       {"f32 elements/s", "add_16Mi/f16:0", M::items_rate},
+       Ratio::a_over_b,
+       false,
+       0.8},
+      {"matmul 512 f16 (1 thread)",
+       {"f16", "matmul512_dtype/dtype:1", M::time_per_item},
+       {"f32", "matmul512_dtype/dtype:0", M::time_per_item},
+       Ratio::a_over_b,
+       true,
+       1.5},
+      {"matmul 512 bf16 (1 thread)",
+       {"bf16", "matmul512_dtype/dtype:2", M::time_per_item},
+       {"f32", "matmul512_dtype/dtype:0", M::time_per_item},
+       Ratio::a_over_b,
+       true,
+       1.5},
+      {"dequantize int4 block32 -> f16, 64Mi",
+       {"f16 written", "dequantize/i4_block32_to_f16/64Mi", M::bytes_rate},
+       {"memcpy 256MiB", "memcpy/bytes:268435456", M::bytes_rate},
+       Ratio::a_over_b,
+       false,
+       0.5},
       {"registry, tiny adds (Inline)",
        {"adds/s, 1e5 live tensors", "registry/live_tensors/100000", M::items_rate},
        {"adds/s, 10 live tensors", "registry/live_tensors/10", M::items_rate},
-       Ratio::a_over_b, false, 0.8},
+       Ratio::a_over_b,
+       false,
+       0.8},
   };
 }
 
@@ -310,8 +369,7 @@ int main(int argc, char** argv) {
     auto side = [](const Side& s, const std::optional<double>& v) {
       return v ? fmt::format("{} ({})", human(s.measure, *v), s.label) : std::string("-");
     };
-    const std::string ratio_name =
-        o.row.ratio == Ratio::a_over_b ? "A/B" : "B/A";
+    const std::string ratio_name = o.row.ratio == Ratio::a_over_b ? "A/B" : "B/A";
     cells.push_back({o.row.name, side(o.row.a, o.a), side(o.row.b, o.b),
                      o.ratio ? fmt::format("{:.3f}{}", *o.ratio, o.row.ratio_unit) : "-",
                      fmt::format("{} {} {}{}", ratio_name, o.row.at_most ? "<=" : ">=", o.row.aim,
@@ -331,13 +389,14 @@ int main(int argc, char** argv) {
   for (std::size_t i = 0; i < w.size(); ++i) rule += std::string(w[i] + (i ? 3 : 0), '-');
   std::size_t reps = 0;
   for (const auto& [k, s] : col.series()) reps = std::max(reps, s.reps.size());
-  fmt::print("Ferry benchmarks: medians of {} interleaved repetitions, real time; {} CPUs, load "
-             "avg {:.2f}\n",
-             reps, col.cpus(), col.load().empty() ? 0.0 : col.load()[0]);
+  fmt::print(
+      "Ferry benchmarks: medians of {} interleaved repetitions, real time; {} CPUs, load "
+      "avg {:.2f}\n",
+      reps, col.cpus(), col.load().empty() ? 0.0 : col.load()[0]);
   fmt::print("{}\n{}\n", line(cells[0]), rule);
   for (std::size_t i = 1; i < cells.size(); ++i) fmt::print("{}\n", line(cells[i]));
-  fmt::print("{}\n{} of {} rows meet their aim\n", rule, outs.size() - static_cast<std::size_t>(misses),
-             outs.size());
+  fmt::print("{}\n{} of {} rows meet their aim\n", rule,
+             outs.size() - static_cast<std::size_t>(misses), outs.size());
 
   // ---- diagnostics: CPU the whole process used per item, and cores busy (CPU / wall). On a
   // shared machine wall time also counts waiting for a core; these two show how much. -------
@@ -380,11 +439,12 @@ int main(int argc, char** argv) {
         "\"shown\": \"{}\"}}, \"ratio\": \"{}\", \"ratio_value\": {}, \"aim\": \"{} {}\", "
         "\"meets\": {}, \"verdict\": \"{}\"}}{}\n",
         json_escape(o.row.name), json_escape(o.row.a.label), o.row.a.bench,
-        o.a ? num(*o.a) : "null", o.a ? human(o.row.a.measure, *o.a) : "", json_escape(o.row.b.label),
-        o.row.b.bench, o.b ? num(*o.b) : "null", o.b ? human(o.row.b.measure, *o.b) : "",
-        o.row.ratio == Ratio::a_over_b ? "A/B" : "B/A", o.ratio ? num(*o.ratio) : "null",
-        o.row.at_most ? "<=" : ">=", o.row.aim, o.verdict == "meets" ? "true" : "false",
-        json_escape(o.verdict), i + 1 < outs.size() ? "," : "");
+        o.a ? num(*o.a) : "null", o.a ? human(o.row.a.measure, *o.a) : "",
+        json_escape(o.row.b.label), o.row.b.bench, o.b ? num(*o.b) : "null",
+        o.b ? human(o.row.b.measure, *o.b) : "", o.row.ratio == Ratio::a_over_b ? "A/B" : "B/A",
+        o.ratio ? num(*o.ratio) : "null", o.row.at_most ? "<=" : ">=", o.row.aim,
+        o.verdict == "meets" ? "true" : "false", json_escape(o.verdict),
+        i + 1 < outs.size() ? "," : "");
   }
   js << "  ],\n  \"benchmarks\": {\n";
   std::size_t k = 0;

@@ -85,7 +85,8 @@ std::string encode(const T& t) {
   }
 }
 
-constexpr DType kDTypes[] = {DType::f32, DType::f64, DType::i32, DType::i64, DType::boolean};
+constexpr auto& kDTypes = ferry::kPlainDTypes;  // all 13 plain dtypes
+constexpr std::size_t kNumDTypes = std::size(ferry::kPlainDTypes);
 constexpr float kFloats[] = {0.0f,
                              1.0f,
                              -1.0f,
@@ -225,7 +226,7 @@ class Driver {
     for (auto& x : v) {
       s = s * 1664525u + 1013904223u;
       const auto k = (s >> 24) & 15;
-      if constexpr (std::is_floating_point_v<V>)
+      if constexpr (std::is_floating_point_v<V> || ferry::is_half_v<V>)
         x = static_cast<V>(kFloats[k & ((seed & 1) ? 15 : 13)]);  // NaN/inf on odd seeds only
       else
         x = static_cast<V>(static_cast<int>(k % 9) - 4);
@@ -320,34 +321,31 @@ class Driver {
     const auto& a = s.a;
     switch (s.op % 22) {
       case 0: {  // from_vector
-        const DType dt = kDTypes[a[0] % 5];
+        const DType dt = kDTypes[a[0] % kNumDTypes];
         Shape sh = shape_of(a[1], a[2]);
         // A huge valid count gets no values (TensorData's ShapeError); an overflowing one throws
         // ShapeError from numel() itself, in both modes alike; a negative dim (numel() < 0, or
         // > 0 from two of them) gets no values either, and from_vector's own ShapeError.
         const bool negative = std::ranges::any_of(sh.dims(), [](std::int64_t v) { return v < 0; });
         const auto n = negative ? 0 : std::min<std::int64_t>(sh.numel(), 1 << 12);
-        switch (dt) {
-          case DType::f32:
-            return r_.from_vector(values<float>(n, a[3]), sh, dev(a[4]));
-          case DType::f64:
-            return r_.from_vector(values<double>(n, a[3]), sh, dev(a[4]));
-          case DType::i32:
-            return r_.from_vector(values<std::int32_t>(n, a[3]), sh, dev(a[4]));
-          case DType::i64:
-            return r_.from_vector(values<std::int64_t>(n, a[3]), sh, dev(a[4]));
-          default: {
-            auto iv = values<std::int32_t>(n, a[3]);
-            std::vector<bool> bv(iv.size());
-            for (std::size_t i = 0; i < iv.size(); ++i) bv[i] = iv[i] > 0;
-            return r_.from_data(ferry::TensorData::from(bv, sh), dev(a[4]));
-          }
+        if (dt == DType::boolean) {
+          auto iv = values<std::int32_t>(n, a[3]);
+          std::vector<bool> bv(iv.size());
+          for (std::size_t i = 0; i < iv.size(); ++i) bv[i] = iv[i] > 0;
+          return r_.from_data(ferry::TensorData::from(bv, sh), dev(a[4]));
         }
+        return ferry::visit_dtype(dt, [&]<class V>(V) -> T {
+          if constexpr (std::is_same_v<V, bool>)
+            return T();
+          else
+            return r_.from_vector(values<V>(n, a[3]), sh, dev(a[4]));
+        });
       }
       case 1:  // full / zeros
-        return r_.full(shape_of(a[1], a[2]), scalar_of(a[3]), kDTypes[a[0] % 5], dev(a[4]));
+        return r_.full(shape_of(a[1], a[2]), scalar_of(a[3]), kDTypes[a[0] % kNumDTypes],
+                       dev(a[4]));
       case 2: {  // arange
-        const DType dt = kDTypes[a[0] % 5];
+        const DType dt = kDTypes[a[0] % kNumDTypes];
         if (a[5] & 1)
           return r_.arange(Scalar(static_cast<double>(static_cast<std::int8_t>(a[1]) % 8) / 2),
                            Scalar(static_cast<double>(static_cast<std::int8_t>(a[2]) % 8) / 2),
@@ -361,7 +359,9 @@ class Driver {
       case 3: {  // random
         const auto dist = (a[0] & 1) ? ferry::Distribution::normal(0.0, (a[1] & 3) * 0.5)
                                      : ferry::Distribution::uniform(-1.0, (a[1] & 3) - 1.0);
-        const DType dt = (a[0] & 6) == 6 ? DType::i32 : ((a[0] & 2) ? DType::f64 : DType::f32);
+        static constexpr DType kRandom[] = {DType::f32,  DType::f64, DType::f16,
+                                            DType::bf16, DType::i32, DType::u8};
+        const DType dt = kRandom[(a[0] >> 1) % 6];
         return r_.random(shape_of(a[2], a[3]), dist, a[5], dev(a[4]), dt);
       }
       case 4: {  // unary
@@ -414,16 +414,16 @@ class Driver {
       }
       case 13:  // quantize_dynamic
         return ferry::quantize_dynamic(arg(a[0]), scheme_of(s));
-      case 14:  // dequantize
-        return ferry::dequantize(arg(a[0]), (a[1] & 1) ? DType::f64 : DType::f32);
-      case 15:  // move to a device
+      case 14:                                                   // dequantize
+        return ferry::dequantize(arg(a[0]), kDTypes[a[1] % 5]);  // 4 float dtypes, or i8
+      case 15:                                                   // move to a device
         return arg(a[0]).to(dev(a[1]));
       case 16: {  // drop a slot
         slot_[a[0] & 7] = T();
         return std::nullopt;
       }
       case 17:  // cast
-        return ferry::cast(arg(a[0]), kDTypes[a[1] % 5]);
+        return ferry::cast(arg(a[0]), kDTypes[a[1] % kNumDTypes]);
       case 18:  // clamp
         return ferry::clamp(arg(a[0]), scalar_of(a[1]), scalar_of(a[2]));
       case 19: {  // matmul

@@ -2,11 +2,10 @@
 // is vector<double>) moves Float/Int/Bool through host data and Quantized through
 // QuantizedParts, bit-exact, and runs each op on the backend that owns its operands.
 #include <catch2/catch.hpp>
+#include <ferry/backends/multi.hpp>
 
 #include "matchers.hpp"
 #include "mini_backend.hpp"
-
-#include <ferry/backends/multi.hpp>
 
 using ferry_test::Says;
 using Both = ferry::Multi<ferry::EigenCpu, mini::Backend>;
@@ -48,11 +47,47 @@ TEST_CASE("plain tensors cross between backends through host data") {
   REQUIRE(r.stats(mini0).transfers_in == 3);
 }
 
+TEST_CASE("every dtype crosses the bridge byte for byte; u64 is refused by mini at the call") {
+  auto mode = GENERATE(ferry::Execution::Inline, ferry::Execution::Async);
+  ferry::Router<Both> r(Both(ferry::EigenCpu(2), mini::Backend{}), {.execution = mode});
+  const std::vector<double> v{0.0, -0.0, 1.0, -2.5, 100.0, 3e-5, 65504.0, -7.0};
+  for (DType d : ferry::kPlainDTypes) {
+    INFO("dtype " << d);
+    const auto src = ferry::visit_dtype(d, [&]<class T>(T) {
+      if constexpr (std::is_same_v<T, bool>) {
+        std::vector<bool> b;
+        for (double x : v) b.push_back(x != 0.0);
+        return ferry::TensorData::from(b);
+      } else {
+        std::vector<T> t;
+        for (double x : v) t.push_back(ferry::detail::convert<T>(x));
+        return ferry::TensorData::from(t);
+      }
+    });
+    auto x = r.from_data(src, cpu0);
+    if (d == DType::u64) {
+      REQUIRE_THROWS_MATCHES(x.to(mini0), ferry::Unsupported,
+                             Says("to: backend 'mini' does not hold u64 tensors (device mini:0)"));
+      continue;
+    }
+    auto there = x.to(mini0);
+    REQUIRE(there.dtype() == d);
+    const auto back = there.to(cpu1).to_data();
+    REQUIRE(back.dtype() == d);
+    REQUIRE(std::equal(back.bytes().begin(), back.bytes().end(), src.bytes().begin(),
+                       src.bytes().end()));
+    const auto on_mini = there.to_data();
+    REQUIRE(std::equal(on_mini.bytes().begin(), on_mini.bytes().end(), src.bytes().begin(),
+                       src.bytes().end()));
+  }
+}
+
 TEST_CASE("quantized tensors cross between backends bit-exact, as their parts") {
   auto mode = GENERATE(ferry::Execution::Inline, ferry::Execution::Async);
-  auto scheme = GENERATE(Scheme::of(ValueType::i4).affine().per_block({32}).packed_u8().scales(ScaleType::f16),
-                         Scheme::of(ValueType::u8).affine().per_axis(0),
-                         Scheme::of(ValueType::i2).per_block({2, 8}).packed_u32().scales(ScaleType::bf16));
+  auto scheme = GENERATE(
+      Scheme::of(ValueType::i4).affine().per_block({32}).packed_u8().scales(ScaleType::f16),
+      Scheme::of(ValueType::u8).affine().per_axis(0),
+      Scheme::of(ValueType::i2).per_block({2, 8}).packed_u32().scales(ScaleType::bf16));
   ferry::Router<Both> r(Both(ferry::EigenCpu(2), mini::Backend{}), {.execution = mode});
   auto x = r.random_normal({8, 64}, 11, cpu0);
   auto q = ferry::quantize_dynamic(x, scheme);
@@ -68,9 +103,11 @@ TEST_CASE("quantized tensors cross between backends bit-exact, as their parts") 
 }
 
 TEST_CASE("an op a member backend lacks names that member") {
-  ferry::Router<Both> r(Both(ferry::EigenCpu(1), mini::Backend{}), {.execution = ferry::Execution::Inline});
+  ferry::Router<Both> r(Both(ferry::EigenCpu(1), mini::Backend{}),
+                        {.execution = ferry::Execution::Inline});
   auto m = r.from_vector(std::vector<float>{1, 2}, {2}, mini0);
-  REQUIRE_THROWS_MATCHES(m * m, ferry::Unsupported, Says("backend 'mini' does not implement 'mul'"));
+  REQUIRE_THROWS_MATCHES(m * m, ferry::Unsupported,
+                         Says("backend 'mini' does not implement 'mul'"));
   auto c = r.from_vector(std::vector<float>{1, 2}, {2}, cpu0);
   REQUIRE((c * c).to_data().to_vector<float>() == std::vector<float>{1, 4});
   REQUIRE_THROWS_MATCHES(c + m, ferry::DeviceError, Says("different devices (cpu:0 and mini:0)"));

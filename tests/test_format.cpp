@@ -106,6 +106,24 @@ TEST_CASE("int and bool tensors are right-aligned to their widest value") {
   REQUIRE(fmt::format("{}", b) == "tensor([ True, False,  True], device=cpu:0, dtype=bool)");
 }
 
+TEST_CASE("f16, bf16 and the new integer dtypes print as torch prints them") {
+  auto r = router();
+  auto h = r.from_vector(
+      std::vector<ferry::f16>{ferry::f16(1.0f), ferry::f16(0.1f), ferry::f16(-65504.0f)}, {3}, d0);
+  // f16(0.1) is 0.0999755859375: torch prints float16 with the same 4 decimals as float32.
+  REQUIRE(fmt::format("{}", h) ==
+          "tensor([ 1.0000e+00,  9.9976e-02, -6.5504e+04], device=cpu:0, dtype=f16)");
+  auto b = r.from_vector(std::vector<ferry::bf16>{ferry::bf16(2.5f), ferry::bf16(-1.0f)}, {2}, d0);
+  REQUIRE(fmt::format("{}", b) == "tensor([ 2.5000, -1.0000], device=cpu:0, dtype=bf16)");
+  auto u = r.from_vector(std::vector<std::uint8_t>{0, 7, 255}, {3}, d0);
+  REQUIRE(fmt::format("{}", u) == "tensor([  0,   7, 255], device=cpu:0, dtype=u8)");
+  auto w = r.from_vector(std::vector<std::uint64_t>{18446744073709551615ULL, 1}, {2}, d0);
+  REQUIRE(fmt::format("{}", w) ==
+          "tensor([18446744073709551615,                    1], device=cpu:0, dtype=u64)");
+  auto i8 = r.from_vector(std::vector<std::int8_t>{-128, 127}, {2}, d0);
+  REQUIRE(fmt::format("{}", i8) == "tensor([-128,  127], device=cpu:0, dtype=i8)");
+}
+
 TEST_CASE("empty tensors print [] with their size unless 1-D") {
   auto r = router();
   REQUIRE(fmt::format("{}", r.zeros({0}, DType::f32, d0)) == "tensor([], device=cpu:0, dtype=f32)");
