@@ -23,8 +23,8 @@ inline std::uint16_t f32_to_f16_bits(float value) noexcept {
   const std::uint32_t in = std::bit_cast<std::uint32_t>(value);
   const std::uint32_t sign = in & 0x80000000u;
   const std::uint32_t f = in ^ sign;
-  // >= 65536, inf or NaN: all overflow to inf; NaN -> quiet NaN.
-  const std::uint32_t big = f > 0x7f800000u ? 0x7e00u : 0x7c00u;
+  // >= 65536, inf or NaN: all overflow to inf; NaN -> quiet NaN (0x7e00).
+  const std::uint32_t big = 0x7c00u | (static_cast<std::uint32_t>(f > 0x7f800000u) << 9);
   // Below the smallest normal half (2^-14): adding 0.5 aligns the value so that the FPU's own
   // round-to-nearest-even rounds it at the subnormal ulp (2^-24); the low bits are the half's.
   const std::uint32_t sub =
@@ -32,7 +32,10 @@ inline std::uint16_t f32_to_f16_bits(float value) noexcept {
   // Normal: rebias, round half up, or to even on a tie.
   const std::uint32_t norm =
       (f + (static_cast<std::uint32_t>(15 - 127) << 23) + 0xfffu + ((f >> 13) & 1u)) >> 13;
-  const std::uint32_t o = f >= 0x47800000u ? big : f < 0x38800000u ? sub : norm;
+  // Selected with masks, not branches (GCC does not if-convert the chain of ?:).
+  const std::uint32_t m_big = 0u - static_cast<std::uint32_t>(f >= 0x47800000u);
+  const std::uint32_t m_sub = ~m_big & (0u - static_cast<std::uint32_t>(f < 0x38800000u));
+  const std::uint32_t o = (big & m_big) | (sub & m_sub) | (norm & ~(m_big | m_sub));
   return static_cast<std::uint16_t>(o | (sign >> 16));
 }
 
@@ -45,7 +48,9 @@ inline float f16_bits_to_f32(std::uint16_t h) noexcept {
   // Subnormal half: build 1.m * 2^-14 and subtract the implicit 2^-14 in float arithmetic.
   const std::uint32_t sub = std::bit_cast<std::uint32_t>(std::bit_cast<float>(norm + (1u << 23)) -
                                                          std::bit_cast<float>(113u << 23));
-  const std::uint32_t o = exp == 0x0f800000u ? inf : exp == 0 ? sub : norm;
+  const std::uint32_t m_inf = 0u - static_cast<std::uint32_t>(exp == 0x0f800000u);
+  const std::uint32_t m_sub = 0u - static_cast<std::uint32_t>(exp == 0);
+  const std::uint32_t o = (inf & m_inf) | (sub & m_sub) | (norm & ~(m_inf | m_sub));
   return std::bit_cast<float>(o | static_cast<std::uint32_t>(h & 0x8000u) << 16);
 }
 

@@ -2,19 +2,40 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
-#include <algorithm>
-#include <cstddef>
 #include <cstdint>
-#include <cstring>
-#include <utility>
+#include <memory>
+#include <type_traits>
 
-#ifndef FERRY_SERIAL_KERNELS
-#  include <oneapi/tbb/blocked_range.h>
-#  include <oneapi/tbb/parallel_for.h>
-#  include <oneapi/tbb/task_arena.h>
-#endif
+#include "ferry/config.hpp"
 
 namespace ferry::detail {
+
+/// A non-owning reference to a callable `void(std::int64_t lo, std::int64_t hi)`: what the
+/// compiled parallel loop takes, so that a kernel's lambda costs one small thunk, not one more
+/// instantiation of oneTBB's parallel_for machinery (which cost a kernel file seconds per dtype).
+class RangeFn {
+ public:
+  template <class F>
+  requires(!std::is_same_v<std::remove_cvref_t<F>, RangeFn>)
+  RangeFn(F& f) noexcept  // NOLINT(google-explicit-constructor): a view of f
+      : obj_(const_cast<void*>(static_cast<const void*>(std::addressof(f)))),
+        call_([](void* o, std::int64_t lo, std::int64_t hi) { (*static_cast<F*>(o))(lo, hi); }) {}
+  void operator()(std::int64_t lo, std::int64_t hi) const { call_(obj_, lo, hi); }
+
+ private:
+  void* obj_;
+  void (*call_)(void*, std::int64_t, std::int64_t);
+};
+
+/// Threads parallel_for may use from here: the current task_arena's concurrency (1 in the
+/// serial build). Kernels that pay a fixed cost per chunk (a GEMM packs its right operand)
+/// size their chunks with it.
+FERRY_FUNC std::int64_t concurrency() noexcept;
+
+/// `tbb::parallel_for` on a blocked_range of [begin, end) with `grain` (serial with
+/// FERRY_SERIAL_KERNELS); defined in detail/impl/parallel.hpp, compiled once.
+FERRY_FUNC void parallel_for_range(std::int64_t begin, std::int64_t end, std::int64_t grain,
+                                   RangeFn f);
 
 /// @brief Runs `f(lo, hi)` over [begin, end) split into chunks of about `grain` indices.
 ///
@@ -29,32 +50,19 @@ namespace ferry::detail {
 /// it runs inside whatever `tbb::task_arena` the caller is in (the router gives each device
 /// its own arena). Chunks must write disjoint outputs; an exception thrown by `f` reaches the
 /// caller, but kernels check their inputs before they start so that none is thrown mid-way.
-/// Threads parallel_for may use from here: the current task_arena's concurrency (1 in the
-/// serial build). Kernels that pay a fixed cost per chunk (a GEMM packs its right operand)
-/// size their chunks with it.
-inline std::int64_t concurrency() noexcept {
-#ifdef FERRY_SERIAL_KERNELS
-  return 1;
-#else
-  return oneapi::tbb::this_task_arena::max_concurrency();
-#endif
-}
-
 template <class F>
 void parallel_for(std::int64_t begin, std::int64_t end, std::int64_t grain, F&& f) {
   if (end <= begin) return;
   if (grain < 1) grain = 1;
-#ifdef FERRY_SERIAL_KERNELS
-  f(begin, end);
-#else
   if (end - begin <= grain) {
     f(begin, end);
     return;
   }
-  oneapi::tbb::parallel_for(
-      oneapi::tbb::blocked_range<std::int64_t>(begin, end, grain),
-      [&](const oneapi::tbb::blocked_range<std::int64_t>& r) { f(r.begin(), r.end()); });
-#endif
+  parallel_for_range(begin, end, grain, RangeFn(f));
 }
 
 }  // namespace ferry::detail
+
+#ifdef FERRY_HEADER_ONLY
+#  include "ferry/detail/impl/parallel.hpp"
+#endif

@@ -18,6 +18,7 @@
 #include "ferry/backends/eigen_cpu/convert.hpp"
 #include "ferry/backends/eigen_cpu/loops.hpp"
 #include "ferry/backends/eigen_cpu/math.hpp"
+#include "ferry/config.hpp"
 #include "ferry/detail/parallel.hpp"
 #include "ferry/dtype.hpp"
 #include "ferry/error.hpp"
@@ -656,25 +657,9 @@ inline CpuTensor where(const AccountsPtr& acc, CpuTensor mask, CpuTensor a, CpuT
   return out;
 }
 
-/// Casts `a` to `to` (see convert for the rules); the same dtype returns `a` itself.
-inline CpuTensor cast(const AccountsPtr& acc, CpuTensor a, DType to, const char* op) {
-  check(acc, a, op);
-  if (a.dtype == to) return a;
-  CpuTensor out = alloc(acc, a.device, a.shape, to);
-  visit_dtype(a.dtype, [&]<class S>(S) {
-    visit_dtype(to, [&]<class D>(D) {
-      const S* p = a.data<const S>();
-      D* o = out.data<D>();
-      parallel_for(0, a.numel(), kGrain, [&](std::int64_t lo, std::int64_t hi) {
-        if constexpr (std::is_floating_point_v<D> && (std::is_floating_point_v<S> || is_int_v<S>)) {
-          ArrMap<D>(o + lo, hi - lo) = ConstArrMap<S>(p + lo, hi - lo).template cast<D>();
-        } else {
-          for (std::int64_t i = lo; i < hi; ++i) o[i] = convert<D>(p[i]);
-        }
-      });
-    });
-  });
-  return out;
-}
+/// Casts `a` to `to` (see convert for the rules); the same dtype returns `a` itself. Defined in
+/// impl/cast.hpp and compiled once (src/eigen_cpu/cast.cpp), not in every kernel file that casts:
+/// its 13 x 13 conversion loops would otherwise be compiled by each of them.
+FERRY_FUNC CpuTensor cast(const AccountsPtr& acc, CpuTensor a, DType to, const char* op);
 
 }  // namespace ferry::detail::cpu

@@ -11,6 +11,29 @@
 
 namespace ferry {
 
+namespace detail::cpu {
+FERRY_FUNC CpuTensor cast(const AccountsPtr& acc, CpuTensor a, DType to, const char* op) {
+  check(acc, a, op);
+  if (a.dtype == to) return a;
+  CpuTensor out = alloc(acc, a.device, a.shape, to);
+  visit_dtype(a.dtype, [&]<class S>(S) {
+    visit_dtype(to, [&]<class D>(D) {
+      const S* p = a.data<const S>();
+      D* o = out.data<D>();
+      parallel_for(0, a.numel(), kGrain, [&](std::int64_t lo, std::int64_t hi) {
+        if constexpr (std::is_floating_point_v<D> && (std::is_floating_point_v<S> || is_int_v<S>)) {
+          ArrMap<D>(o + lo, hi - lo) = ConstArrMap<S>(p + lo, hi - lo).template cast<D>();
+        } else {
+          for (std::int64_t i = lo; i < hi; ++i) o[i] = convert<D>(p[i]);
+        }
+      });
+    });
+  });
+  return out;
+}
+
+}  // namespace detail::cpu
+
 FERRY_FUNC CpuTensor EigenCpu::to_float(CpuTensor a, DType to) const {
   if (kind_of(to) != Kind::Float)
     detail::raise<DTypeError>("cpu.dtype", "to_float: {} is not a float dtype", to);
