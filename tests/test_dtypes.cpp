@@ -9,6 +9,7 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdint>
+#include <ferry/detail/half_bulk.hpp>
 #include <ferry/ferry.hpp>
 #include <fstream>
 #include <functional>
@@ -453,4 +454,28 @@ TEST_CASE("every op of the dtype table runs on every dtype as the table says") {
     INFO("runner '" << name << "' has no row in the table");
     CHECK(seen.count(name) == 1);
   }
+}
+
+TEST_CASE("bulk f16 conversion (F16C where the CPU has it) gives the bit code's bits") {
+#ifdef FERRY_F16C_DISPATCH
+  INFO("F16C on this CPU: " << (detail::has_f16c() ? "yes" : "no"));
+#endif
+  std::vector<f16> h(65536);
+  for (std::uint32_t i = 0; i < 65536; ++i) h[i] = f16::from_bits(static_cast<std::uint16_t>(i));
+  std::vector<float> w(h.size());
+  detail::widen_n(h.data(), w.data(), static_cast<std::int64_t>(h.size()));
+  std::size_t bad = 0;
+  for (std::uint32_t i = 0; i < 65536; ++i)
+    bad += std::bit_cast<std::uint32_t>(w[i]) !=
+           std::bit_cast<std::uint32_t>(detail::f16_bits_to_f32(static_cast<std::uint16_t>(i)));
+  CHECK(bad == 0);
+  // Every 61st f32 bit pattern (all exponents, signs, NaN payloads), plus a tail of 5.
+  std::vector<float> f;
+  for (std::uint64_t u = 0; u < (std::uint64_t{1} << 32); u += 61)
+    f.push_back(std::bit_cast<float>(static_cast<std::uint32_t>(u)));
+  std::vector<f16> n(f.size());
+  detail::narrow_n(f.data(), n.data(), static_cast<std::int64_t>(f.size()));
+  bad = 0;
+  for (std::size_t i = 0; i < f.size(); ++i) bad += n[i].bits != detail::f32_to_f16_bits(f[i]);
+  CHECK(bad == 0);
 }

@@ -19,6 +19,7 @@
 #include "ferry/backends/eigen_cpu/loops.hpp"
 #include "ferry/backends/eigen_cpu/math.hpp"
 #include "ferry/config.hpp"
+#include "ferry/detail/half_bulk.hpp"
 #include "ferry/detail/parallel.hpp"
 #include "ferry/dtype.hpp"
 #include "ferry/error.hpp"
@@ -53,11 +54,11 @@ inline constexpr std::int64_t kHalfChunk = 512;
 /// n elements of a 16-bit float to f32 (exact), and back (rounded once to nearest even).
 template <class H>
 void widen(const H* in, float* out, std::int64_t n) noexcept {
-  for (std::int64_t i = 0; i < n; ++i) out[i] = static_cast<float>(in[i]);
+  widen_n(in, out, n);
 }
 template <class H>
 void narrow(const float* in, H* out, std::int64_t n) noexcept {
-  for (std::int64_t i = 0; i < n; ++i) out[i] = H(in[i]);
+  narrow_n(in, out, n);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -21,7 +21,12 @@ FERRY_FUNC CpuTensor cast(const AccountsPtr& acc, CpuTensor a, DType to, const c
       const S* p = a.data<const S>();
       D* o = out.data<D>();
       parallel_for(0, a.numel(), kGrain, [&](std::int64_t lo, std::int64_t hi) {
-        if constexpr (std::is_floating_point_v<D> && (std::is_floating_point_v<S> || is_int_v<S>)) {
+        if constexpr (std::is_same_v<S, float> && is_half_v<D>) {
+          narrow(p + lo, o + lo, hi - lo);  // F16C where the CPU has it: the same bits
+        } else if constexpr (is_half_v<S> && std::is_same_v<D, float>) {
+          widen(p + lo, o + lo, hi - lo);
+        } else if constexpr (std::is_floating_point_v<D> &&
+                             (std::is_floating_point_v<S> || is_int_v<S>)) {
           ArrMap<D>(o + lo, hi - lo) = ConstArrMap<S>(p + lo, hi - lo).template cast<D>();
         } else {
           for (std::int64_t i = lo; i < hi; ++i) o[i] = convert<D>(p[i]);
