@@ -7,7 +7,7 @@
 #include <utility>
 
 #include "ferry/backends/eigen_cpu.hpp"
-#include "ferry/backends/eigen_cpu/elementwise.hpp"
+#include "ferry/backends/eigen_cpu/compare.hpp"
 
 namespace ferry {
 
