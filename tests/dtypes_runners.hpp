@@ -156,9 +156,14 @@ void extra_runners(std::map<std::string, Runner>& m) {
     };
   };
   logic(
-      "logical_and", [](T_ a, T_ b) { return a & b; }, [](bool x, bool y) { return x && y; });
+      "logical_and", [](T_ a, T_ b) { return ferry::logical_and(a, b); },
+      [](bool x, bool y) { return x && y; });
   logic(
-      "logical_or", [](T_ a, T_ b) { return a | b; }, [](bool x, bool y) { return x || y; });
+      "logical_or", [](T_ a, T_ b) { return ferry::logical_or(a, b); },
+      [](bool x, bool y) { return x || y; });
+  logic(
+      "logical_xor", [](T_ a, T_ b) { return ferry::logical_xor(a, b); },
+      [](bool x, bool y) { return x != y; });
 
   // reductions: over all elements and along dim 1 of a [4, 4] view.
   auto red = [&](const char* n, std::function<T_(T_)> all, std::function<T_(T_)> dim1, int kind) {

@@ -409,6 +409,7 @@ std::map<std::string, Runner> runners() {
 }
 
 #include "dtypes_runners.hpp"
+#include "dtypes_runners_math.hpp"
 
 }  // namespace
 
@@ -426,6 +427,7 @@ TEST_CASE("every op of the dtype table runs on every dtype as the table says") {
   const auto table = read_table(FERRY_SOURCE_DIR "/docs/dtypes.md");
   auto run = runners();
   extra_runners(run);
+  math_runners(run);
   std::set<std::string> seen;
   R r(EigenCpu(2));
   for (const Row& row : table) {

@@ -231,6 +231,13 @@ class Interpreter {
     put<K>(o.out, FERRY_KERNEL(H<K>, b_, n, std::move(x))); \
     break;
         FERRY_UNARY_KINDS(FERRY_DETAIL_CASE)
+        FERRY_UNARY_COMPOSITE_KINDS(FERRY_DETAIL_CASE)
+#undef FERRY_DETAIL_CASE
+#define FERRY_DETAIL_CASE(n)                                                  \
+  case UnaryKind::n:                                                          \
+    put<Kind::Bool>(o.out, FERRY_KERNEL(H<Kind::Bool>, b_, n, std::move(x))); \
+    break;
+        FERRY_PREDICATE_KINDS(FERRY_DETAIL_CASE)
 #undef FERRY_DETAIL_CASE
       }
     });
@@ -246,6 +253,7 @@ class Interpreter {
     put<K>(o.out, FERRY_KERNEL(H<K>, b_, n, std::move(x), std::move(y))); \
     break;
         FERRY_ARITH_KINDS(FERRY_DETAIL_CASE)
+        FERRY_ARITH_COMPOSITE_KINDS(FERRY_DETAIL_CASE)
 #undef FERRY_DETAIL_CASE
 #define FERRY_DETAIL_CASE(n)                                                                \
   case BinaryKind::n:                                                                       \
@@ -253,6 +261,7 @@ class Interpreter {
     break;
         FERRY_COMPARE_KINDS(FERRY_DETAIL_CASE)
         FERRY_LOGICAL_KINDS(FERRY_DETAIL_CASE)
+        FERRY_LOGICAL_COMPOSITE_KINDS(FERRY_DETAIL_CASE)
 #undef FERRY_DETAIL_CASE
       }
     });
@@ -266,6 +275,7 @@ class Interpreter {
     put<K>(o.out, FERRY_KERNEL(H<K>, b_, n##_scalar, std::move(x), o.rhs)); \
     break;
         FERRY_ARITH_KINDS(FERRY_DETAIL_CASE)
+        FERRY_ARITH_COMPOSITE_KINDS(FERRY_DETAIL_CASE)
 #undef FERRY_DETAIL_CASE
 #define FERRY_DETAIL_CASE(n)                                                                  \
   case BinaryKind::n:                                                                         \

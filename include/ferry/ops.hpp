@@ -12,6 +12,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "ferry/detail/has_kernel.hpp"
 #include "ferry/detail/infer.hpp"
 #include "ferry/ir.hpp"
 #include "ferry/quant/parts.hpp"
@@ -59,16 +60,25 @@ TensorRef out_ref(const Tensor<B>& like, Shape shape, DType dtype,
                    Access::ReadOnly, std::move(scheme)};
 }
 
-template <Backend B>
-Tensor<B> unary(UnaryKind k, Tensor<B> x) {
+/// The dtypes unary op `k` takes (DTypeError naming the op otherwise).
+inline void check_unary(UnaryKind k, DType d) {
   const char* op = name(k);
-  const auto dev = common_device(op, x);
-  const DType d = x.dtype();
   switch (k) {
     case UnaryKind::neg:
     case UnaryKind::abs:
     case UnaryKind::relu:
+    case UnaryKind::round:
+    case UnaryKind::floor:
+    case UnaryKind::ceil:
+    case UnaryKind::trunc:
+    case UnaryKind::sign:
+    case UnaryKind::isnan:
+    case UnaryKind::isinf:
+    case UnaryKind::isfinite:
       want_kind(op, d, {Kind::Float, Kind::Int}, "float or int operands");
+      break;
+    case UnaryKind::bitwise_not:
+      want_kind(op, d, {Kind::Int}, "int operands (~ on bool is logical_not)");
       break;
     case UnaryKind::logical_not:
       want_kind(op, d, {Kind::Bool}, "bool operands");
@@ -76,39 +86,61 @@ Tensor<B> unary(UnaryKind k, Tensor<B> x) {
     default:
       want_kind(op, d, {Kind::Float}, "float operands");
   }
-  op::Unary o{k, TA<B>::ref(x), out_ref(x, x.shape(), d)};
+}
+
+template <Backend B>
+Tensor<B> unary(UnaryKind k, Tensor<B> x) {
+  const char* op = name(k);
+  const auto dev = common_device(op, x);
+  check_unary(k, x.dtype());
+  op::Unary o{k, TA<B>::ref(x),
+              out_ref(x, x.shape(), is_predicate(k) ? DType::boolean : x.dtype())};
   return emit(TA<B>::core(x, op), dev, std::move(o), x);
+}
+
+/// The dtypes binary op `k` takes, both operands of one dtype.
+inline void check_binary(BinaryKind k, DType a, DType b) {
+  const char* op = name(k);
+  if (is_logical(k)) {
+    want_kind(op, a, {Kind::Bool}, "bool operands");
+    want_kind(op, b, {Kind::Bool}, "bool operands");
+  } else if (k == BinaryKind::equal || k == BinaryKind::not_equal) {
+    not_quantized(op, a);
+  } else if (is_bitwise(k)) {
+    want_kind(op, a, {Kind::Int}, "int operands");
+  } else if (k == BinaryKind::atan2 || k == BinaryKind::hypot || k == BinaryKind::prelu) {
+    want_kind(op, a, {Kind::Float}, "float operands");
+  } else {
+    want_kind(op, a, {Kind::Float, Kind::Int}, "float or int operands");
+  }
+  same_dtype(op, a, b);
 }
 
 template <Backend B>
 Tensor<B> binary(BinaryKind k, Tensor<B> a, Tensor<B> b) {
   const char* op = name(k);
   const auto dev = common_device(op, a, b);
-  if (is_logical(k)) {
-    want_kind(op, a.dtype(), {Kind::Bool}, "bool operands");
-    want_kind(op, b.dtype(), {Kind::Bool}, "bool operands");
-  } else if (k == BinaryKind::equal || k == BinaryKind::not_equal) {
-    not_quantized(op, a.dtype());
-  } else {
-    want_kind(op, a.dtype(), {Kind::Float, Kind::Int}, "float or int operands");
-  }
-  same_dtype(op, a.dtype(), b.dtype());
+  check_binary(k, a.dtype(), b.dtype());
   Shape s = broadcast(op, a.shape(), b.shape());
   const DType od = is_comparison(k) || is_logical(k) ? DType::boolean : a.dtype();
   op::Binary o{k, TA<B>::ref(a), TA<B>::ref(b), out_ref(a, std::move(s), od)};
   return emit(TA<B>::core(a, op), dev, std::move(o), a, b);
 }
 
+/// The checks of binary_scalar, for its decompositions too.
+inline void check_binary_scalar(BinaryKind k, DType a, const Scalar& s) {
+  const char* op = name(k);
+  if (is_logical(k)) raise<Unsupported>("unsupported", "'{}' has no scalar form", op);
+  check_binary(k, a, a);
+  // Checked here, not only in the kernel, so async callers hear of it at the call.
+  if (!is_comparison(k)) scalar_fits(op, "scalar", s, a);
+}
+
 template <Backend B>
 Tensor<B> binary_scalar(BinaryKind k, Tensor<B> a, Scalar s) {
   const char* op = name(k);
   const auto dev = common_device(op, a);
-  if (k == BinaryKind::equal || k == BinaryKind::not_equal)
-    not_quantized(op, a.dtype());
-  else
-    want_kind(op, a.dtype(), {Kind::Float, Kind::Int}, "float or int operands");
-  // Checked here, not only in the kernel, so async callers hear of it at the call.
-  if (!is_comparison(k)) scalar_fits(op, "scalar", s, a.dtype());
+  check_binary_scalar(k, a.dtype(), s);
   const DType od = is_comparison(k) ? DType::boolean : a.dtype();
   op::BinaryScalar o{k, TA<B>::ref(a), s, out_ref(a, a.shape(), od)};
   return emit(TA<B>::core(a, op), dev, std::move(o), a);
@@ -621,16 +653,11 @@ template <Backend B>
   return neg(std::move(a));
 }
 template <Backend B>
-[[nodiscard]] Tensor<B> operator&(Tensor<B> a, Tensor<B> b) {
-  return logical_and(std::move(a), std::move(b));
-}
-template <Backend B>
-[[nodiscard]] Tensor<B> operator|(Tensor<B> a, Tensor<B> b) {
-  return logical_or(std::move(a), std::move(b));
-}
-template <Backend B>
 [[nodiscard]] Tensor<B> operator!(Tensor<B> a) {
   return logical_not(std::move(a));
 }
 
 }  // namespace ferry
+
+// The composite ops (recorded whole, or as their decomposition) and the bitwise operators.
+#include "ferry/ops/composite.hpp"

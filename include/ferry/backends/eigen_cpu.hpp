@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "ferry/backends/eigen_cpu/buffer.hpp"
+#include "ferry/backends/eigen_cpu/math_ops.hpp"
 #include "ferry/backends/eigen_cpu/qtensor.hpp"
 #include "ferry/config.hpp"
 #include "ferry/data.hpp"
@@ -174,9 +175,19 @@ class EigenCpu {
   FERRY_CPU_BINARY(greater_equal)
   FERRY_CPU_BINARY(less)
   FERRY_CPU_BINARY(less_equal)
+  FERRY_CPU_BINARY(atan2)
+  FERRY_CPU_BINARY(hypot)
+  FERRY_CPU_BINARY(prelu)  // x > 0 ? x : w x; the scalar form is leaky_relu
+  // bitwise, integers only (impl/bitwise.hpp)
+  FERRY_CPU_BINARY(bitwise_and)
+  FERRY_CPU_BINARY(bitwise_or)
+  FERRY_CPU_BINARY(bitwise_xor)
+  FERRY_CPU_BINARY(bitwise_left_shift)
+  FERRY_CPU_BINARY(bitwise_right_shift)
 #undef FERRY_CPU_BINARY
   CpuTensor logical_and(CpuTensor a, CpuTensor b) const;
   CpuTensor logical_or(CpuTensor a, CpuTensor b) const;
+  CpuTensor logical_xor(CpuTensor a, CpuTensor b) const;
 
   // ---- unary, clamp, where (impl/unary.hpp)
   // ------------------------------------------------------
@@ -192,6 +203,13 @@ class EigenCpu {
   CpuTensor tanh(CpuTensor a) const;
   CpuTensor sigmoid(CpuTensor a) const;
   CpuTensor gelu(CpuTensor a) const;
+  // libm functions, rounding, activations, predicates (impl/unary_math.hpp, see math_ops.hpp)
+#define FERRY_CPU_UNARY_DECL(fn) CpuTensor fn(CpuTensor a) const;
+  FERRY_CPU_MATH_FLOAT_OPS(FERRY_CPU_UNARY_DECL)
+  FERRY_CPU_MATH_NUMERIC_OPS(FERRY_CPU_UNARY_DECL)
+  FERRY_CPU_MATH_INT_OPS(FERRY_CPU_UNARY_DECL)
+  FERRY_CPU_PREDICATE_OPS(FERRY_CPU_UNARY_DECL)
+#undef FERRY_CPU_UNARY_DECL
   CpuTensor clamp(CpuTensor a, Scalar lo, Scalar hi) const;
   CpuTensor where(CpuTensor mask, CpuTensor a, CpuTensor b) const;
 

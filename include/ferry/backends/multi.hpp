@@ -18,6 +18,7 @@
 
 #include "ferry/backend.hpp"
 #include "ferry/data.hpp"
+#include "ferry/detail/has_kernel.hpp"
 #include "ferry/detail/quant_host.hpp"
 #include "ferry/detail/text.hpp"
 #include "ferry/error.hpp"
@@ -191,9 +192,12 @@ class Multi {
   }
 
   // ---- every optional kernel, forwarded to the member that owns the operands -------------------
-#define FERRY_MULTI_FORWARD(fn, rule)                                                 \
+#define FERRY_MULTI_FORWARD(fn, rule) FERRY_MULTI_FORWARD_IF(fn, rule, true)
+  // A composite op's kernel exists on the bridge only when every member has it, so that the
+  // router records the op's decomposition for a bridge with a member that lacks it.
+#define FERRY_MULTI_FORWARD_IF(fn, rule, cond)                                        \
   template <class... A>                                                               \
-  auto fn(A&&... a) {                                                                 \
+  requires(cond) auto fn(A&&... a) {                                                  \
     return forward<rule>(                                                             \
         #fn,                                                                          \
         [](auto& b, auto&&... x) -> decltype(b.fn(std::forward<decltype(x)>(x)...)) { \
@@ -212,6 +216,21 @@ class Multi {
   FERRY_COMPARE_KINDS(FERRY_MULTI_BOOL)
   FERRY_COMPARE_KINDS(FERRY_MULTI_BOOL_SCALAR)
   FERRY_LOGICAL_KINDS(FERRY_MULTI_BOOL)
+#define FERRY_MULTI_ALL(fn, rule) \
+  FERRY_MULTI_FORWARD_IF(fn, rule, (detail::has_kernel_##fn<Bs> && ...))
+#define FERRY_MULTI_ALL_SAME(fn) FERRY_MULTI_ALL(fn, detail::multi::Rule::same_first)
+#define FERRY_MULTI_ALL_SAME_SCALAR(fn) \
+  FERRY_MULTI_ALL(fn##_scalar, detail::multi::Rule::same_first)
+#define FERRY_MULTI_ALL_BOOL(fn) FERRY_MULTI_ALL(fn, detail::multi::Rule::to_bool)
+  FERRY_UNARY_COMPOSITE_KINDS(FERRY_MULTI_ALL_SAME)
+  FERRY_ARITH_COMPOSITE_KINDS(FERRY_MULTI_ALL_SAME)
+  FERRY_ARITH_COMPOSITE_KINDS(FERRY_MULTI_ALL_SAME_SCALAR)
+  FERRY_PREDICATE_KINDS(FERRY_MULTI_ALL_BOOL)
+  FERRY_LOGICAL_COMPOSITE_KINDS(FERRY_MULTI_ALL_BOOL)
+#undef FERRY_MULTI_ALL_BOOL
+#undef FERRY_MULTI_ALL_SAME_SCALAR
+#undef FERRY_MULTI_ALL_SAME
+#undef FERRY_MULTI_ALL
   FERRY_MULTI_SAME(clamp)
   FERRY_MULTI_SAME(sum)
   FERRY_MULTI_SAME(prod)
@@ -316,6 +335,7 @@ class Multi {
 #undef FERRY_MULTI_SAME_SCALAR
 #undef FERRY_MULTI_SAME
 #undef FERRY_MULTI_FORWARD
+#undef FERRY_MULTI_FORWARD_IF
 
  private:
   template <std::size_t I>

@@ -74,15 +74,70 @@ enum class BinOp : std::uint8_t {
   minimum,
   remainder,
   fmod,
+  atan2,
+  hypot,
+  prelu,
+  bitwise_and,
+  bitwise_or,
+  bitwise_xor,
+  bitwise_left_shift,
+  bitwise_right_shift,
   logical_and,
-  logical_or
+  logical_or,
+  logical_xor
 };
 
 constexpr const char* op_name(BinOp op) noexcept {
-  constexpr const char* names[] = {"add",  "sub",         "mul",       "div",
-                                   "pow",  "maximum",     "minimum",   "remainder",
-                                   "fmod", "logical_and", "logical_or"};
+  constexpr const char* names[] = {"add",
+                                   "sub",
+                                   "mul",
+                                   "div",
+                                   "pow",
+                                   "maximum",
+                                   "minimum",
+                                   "remainder",
+                                   "fmod",
+                                   "atan2",
+                                   "hypot",
+                                   "prelu",
+                                   "bitwise_and",
+                                   "bitwise_or",
+                                   "bitwise_xor",
+                                   "bitwise_left_shift",
+                                   "bitwise_right_shift",
+                                   "logical_and",
+                                   "logical_or",
+                                   "logical_xor"};
   return names[static_cast<int>(op)];
+}
+constexpr bool is_logical(BinOp op) noexcept {
+  return op == BinOp::logical_and || op == BinOp::logical_or || op == BinOp::logical_xor;
+}
+constexpr bool is_bitwise(BinOp op) noexcept {
+  return op >= BinOp::bitwise_and && op <= BinOp::bitwise_right_shift;
+}
+/// The float-only ops (atan2, hypot, prelu).
+constexpr bool is_float_only(BinOp op) noexcept {
+  return op == BinOp::atan2 || op == BinOp::hypot || op == BinOp::prelu;
+}
+
+/// torch's shifts: a shift by a negative amount or by the width or more gives 0 to the left;
+/// to the right, the sign (0 or -1) for signed types and 0 for unsigned ones. Otherwise `a << b`
+/// in unsigned arithmetic (bits shifted out are lost, never UB) and `a >> b` arithmetic.
+template <class T>
+constexpr T shift_left(T a, T b) noexcept {
+  using U = std::make_unsigned_t<T>;
+  constexpr auto bits = static_cast<long long>(sizeof(T) * 8);
+  const auto k = static_cast<long long>(b);
+  if (k < 0 || k >= bits) return T(0);
+  return static_cast<T>(static_cast<U>(static_cast<wrap_t<T>>(static_cast<U>(a)) << k));
+}
+template <class T>
+constexpr T shift_right(T a, T b) noexcept {
+  constexpr auto bits = static_cast<long long>(sizeof(T) * 8);
+  const auto k = static_cast<long long>(b);
+  if (k < 0 || k >= bits) return std::is_signed_v<T> && a < 0 ? T(-1) : T(0);
+  return static_cast<T>(a >> k);  // arithmetic for signed (C++20 defines it)
 }
 
 /// x^e for integers by squaring, wrapping on overflow (e >= 0 is checked before).
@@ -105,10 +160,25 @@ constexpr T ipow(T x, T e) noexcept {
 /// negative integer exponents are rejected before any element is computed.
 template <BinOp op, class T>
 inline T binary_one(T a, T b) noexcept {
-  if constexpr (op == BinOp::logical_and) {
+  if constexpr (op == BinOp::logical_and || op == BinOp::bitwise_and) {
     return static_cast<T>(a & b);
-  } else if constexpr (op == BinOp::logical_or) {
+  } else if constexpr (op == BinOp::logical_or || op == BinOp::bitwise_or) {
     return static_cast<T>(a | b);
+  } else if constexpr (op == BinOp::logical_xor || op == BinOp::bitwise_xor) {
+    return static_cast<T>(a ^ b);
+  } else if constexpr (op == BinOp::bitwise_left_shift) {
+    return shift_left(a, b);
+  } else if constexpr (op == BinOp::bitwise_right_shift) {
+    return shift_right(a, b);
+  } else if constexpr (op == BinOp::atan2 || op == BinOp::hypot) {
+    // f32 through double: one rounding of a result within a hair of exact.
+    using C = std::conditional_t<std::is_same_v<T, float>, double, T>;
+    if constexpr (op == BinOp::atan2)
+      return static_cast<T>(std::atan2(static_cast<C>(a), static_cast<C>(b)));
+    else
+      return static_cast<T>(std::hypot(static_cast<C>(a), static_cast<C>(b)));
+  } else if constexpr (op == BinOp::prelu) {
+    return a > T(0) ? a : b * a;  // NaN: b * NaN is NaN
   } else if constexpr (std::is_integral_v<T>) {
     using W = wrap_t<T>;
     using U = std::make_unsigned_t<T>;
@@ -237,18 +307,27 @@ void check_domain(const T* b, std::int64_t n) {
   }
 }
 
-/// The dtypes an op is instantiated for: logical ops on bool, the others on f32/f64/i32/i64.
+/// The dtypes an op is instantiated for: logical ops on bool, bitwise ops on the integers,
+/// atan2/hypot/prelu on the floats, the others on every numeric dtype.
 template <BinOp op, class T>
-inline constexpr bool binary_valid_v = (op == BinOp::logical_and || op == BinOp::logical_or)
-                                           ? !is_numeric_v<T>
-                                           : is_numeric_v<T>;
+inline constexpr bool binary_valid_v = is_logical(op)      ? !is_numeric_v<T>
+                                       : is_bitwise(op)    ? is_int_v<T>
+                                       : is_float_only(op) ? is_float_v<T>
+                                                           : is_numeric_v<T>;
 
 template <BinOp op>
 void check_binary_dtype(DType d) {
-  constexpr bool logical = op == BinOp::logical_and || op == BinOp::logical_or;
-  if (logical ? d != DType::boolean : (d == DType::boolean || d == DType::quantized))
+  const Kind k = kind_of(d);
+  const bool ok = is_logical(op)      ? k == Kind::Bool
+                  : is_bitwise(op)    ? k == Kind::Int
+                  : is_float_only(op) ? k == Kind::Float
+                                      : (k == Kind::Float || k == Kind::Int);
+  if (!ok)
     detail::raise<DTypeError>("cpu.dtype", "{}: {} operands are not supported{}", op_name(op), d,
-                              logical ? " (bool only)" : " (float and integer dtypes only)");
+                              is_logical(op)      ? " (bool only)"
+                              : is_bitwise(op)    ? " (integer dtypes only)"
+                              : is_float_only(op) ? " (float dtypes only)"
+                                                  : " (float and integer dtypes only)");
 }
 
 /// `op(a, b)` with numpy broadcasting; writes into a or b when the kernel holds it alone.

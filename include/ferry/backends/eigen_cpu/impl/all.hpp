@@ -4,6 +4,7 @@
 #pragma once
 
 #include "ferry/backends/eigen_cpu/impl/binary.hpp"
+#include "ferry/backends/eigen_cpu/impl/bitwise.hpp"
 #include "ferry/backends/eigen_cpu/impl/cast.hpp"
 #include "ferry/backends/eigen_cpu/impl/compare.hpp"
 #include "ferry/backends/eigen_cpu/impl/creation.hpp"
@@ -13,3 +14,4 @@
 #include "ferry/backends/eigen_cpu/impl/quantized.hpp"
 #include "ferry/backends/eigen_cpu/impl/reduce.hpp"
 #include "ferry/backends/eigen_cpu/impl/unary.hpp"
+#include "ferry/backends/eigen_cpu/impl/unary_math.hpp"

@@ -1,7 +1,7 @@
-// Ferry: EigenCpu's comparisons and logical and/or, to bool — the definitions of eigen_cpu.hpp's
-// declarations for this family. Compiled once by src/eigen_cpu/compare.cpp, or included inline by
-// eigen_cpu.hpp with FERRY_HEADER_ONLY. Nothing but those two includes this file.
-// SPDX-License-Identifier: MIT
+// Ferry: EigenCpu's comparisons and logical and/or/xor, to bool — the definitions of
+// eigen_cpu.hpp's declarations for this family. Compiled once by src/eigen_cpu/compare.cpp, or
+// included inline by eigen_cpu.hpp with FERRY_HEADER_ONLY. Nothing but those two includes this
+// file. SPDX-License-Identifier: MIT
 #pragma once
 
 #include <utility>
@@ -31,6 +31,9 @@ FERRY_FUNC CpuTensor EigenCpu::logical_and(CpuTensor a, CpuTensor b) const {
 }
 FERRY_FUNC CpuTensor EigenCpu::logical_or(CpuTensor a, CpuTensor b) const {
   return detail::cpu::binary<detail::cpu::BinOp::logical_or>(acc_, std::move(a), std::move(b));
+}
+FERRY_FUNC CpuTensor EigenCpu::logical_xor(CpuTensor a, CpuTensor b) const {
+  return detail::cpu::binary<detail::cpu::BinOp::logical_xor>(acc_, std::move(a), std::move(b));
 }
 
 }  // namespace ferry

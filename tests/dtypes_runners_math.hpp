@@ -1,0 +1,173 @@
+// The runners of test_dtypes.cpp for the math, rounding, activation, predicate and bitwise ops.
+// Included once, by test_dtypes.cpp, inside its anonymous namespace (after runners()).
+
+/// torch's shift rules in 128 bits: a shift by < 0 or >= the width gives 0 to the left and the
+/// sign to the right.
+template <class T>
+T shift_ref(T a, T b, bool left) {
+  constexpr int bits = sizeof(T) * 8;
+  const i128 k = static_cast<i128>(b);
+  if (k < 0 || k >= bits) return left ? T(0) : (a < 0 ? static_cast<T>(-1) : T(0));
+  if (left) return wrap<T>(static_cast<i128>(static_cast<u128>(static_cast<i128>(a)) << k));
+  return wrap<T>(static_cast<i128>(a) >> k);  // arithmetic: floor(a / 2^k)
+}
+
+void math_runners(std::map<std::string, Runner>& m) {
+  static constexpr long double inf = std::numeric_limits<long double>::infinity();
+  auto fl = [&](const char* n, std::function<T_(T_)> op,
+                std::function<long double(long double)> f) {
+    m[n] = unary(std::move(op), nullptr, std::move(f), 2, false);
+  };
+#define FERRY_T_FL(name, ref) \
+  fl(                         \
+      #name, [](T_ x) { return ferry::name(x); }, [](long double a) { return ref; })
+  FERRY_T_FL(erf, std::erf(a));
+  FERRY_T_FL(recip, 1.0L / a);
+  FERRY_T_FL(log1p, std::log1p(a));
+  FERRY_T_FL(expm1, std::expm1(a));
+  FERRY_T_FL(tan, std::tan(a));
+  FERRY_T_FL(sinh, std::sinh(a));
+  FERRY_T_FL(cosh, std::cosh(a));
+  FERRY_T_FL(asin, std::asin(a));
+  FERRY_T_FL(acos, std::acos(a));
+  FERRY_T_FL(atan, std::atan(a));
+  FERRY_T_FL(asinh, std::asinh(a));
+  FERRY_T_FL(acosh, std::acosh(a));
+  FERRY_T_FL(atanh, std::atanh(a));
+  // The activations by their formulas in long double; their limits at -inf are -0 and -inf.
+  FERRY_T_FL(silu, a == -inf ? -0.0L : a / (1.0L + std::exp(-a)));
+  FERRY_T_FL(hard_sigmoid, std::isnan(a) ? a : std::min(std::max(a + 3.0L, 0.0L), 6.0L) / 6.0L);
+  FERRY_T_FL(log_sigmoid, a == inf ? 0.0L : -std::log1p(std::exp(-a)));
+#undef FERRY_T_FL
+  // gelu_tanh is x / (1 + e^-2u): the rounding of u (one ulp of |2u|, up to ~70 for these
+  // inputs) becomes a relative error of up to |2u| ulps in e^-2u and the result, in any f64 code
+  // (torch's included), so f64 gets 128 ulps; f32, computed in double, stays within 2.
+  auto gelu_tanh = [](int ulps) {
+    return unary([](T_ x) { return ferry::gelu(x, GeluApprox::tanh); }, nullptr,
+                 [](long double a) {  // x/2 (1 + tanh u) = x / (1 + exp(-2u))
+                   if (a == -inf) return -0.0L;
+                   const long double u = std::sqrt(2.0L / 3.14159265358979323846264338327950288L) *
+                                         (a + 0.044715L * a * a * a);
+                   return a / (1.0L + std::exp(-2.0L * u));
+                 },
+                 ulps, false);
+  };
+  m["gelu_tanh"] = [f64 = gelu_tanh(128), other = gelu_tanh(2)](R& r, DType d, bool ok) {
+    (d == DType::f64 ? f64 : other)(r, d, ok);
+  };
+  fl(
+      "leaky_relu", [](T_ x) { return ferry::leaky_relu(x, 0.25); },
+      [](long double a) { return a > 0 ? a : 0.25L * a; });
+  fl(
+      "prelu",
+      [](T_ x) {  // one weight, -0.5, made from x[0] (0 for every float dtype); on the
+                  // refused dtypes x[0] itself, so that prelu is what refuses them
+        auto w0 = ferry::slice(x, {Range{0, 1}});
+        if (kind_of(x.dtype()) != Kind::Float) return ferry::prelu(x, std::move(w0));
+        auto w = ferry::sub(ferry::mul(std::move(w0), Scalar(0.0)), Scalar(0.5));
+        return ferry::prelu(x, std::move(w));
+      },
+      [](long double a) { return a > 0 ? a : -0.5L * a; });
+  // Rounding: the identity on integers; half to even by the FPU's own rint.
+  auto rnd = [&](const char* n, std::function<T_(T_)> op, long double (*f)(long double)) {
+    m[n] = unary(
+        std::move(op), [](i128 a, bool) { return a; }, f, 0, true);
+  };
+  rnd(
+      "round", [](T_ x) { return ferry::round(x); }, [](long double a) { return std::rintl(a); });
+  rnd(
+      "floor", [](T_ x) { return ferry::floor(x); }, [](long double a) { return std::floor(a); });
+  rnd(
+      "ceil", [](T_ x) { return ferry::ceil(x); }, [](long double a) { return std::ceil(a); });
+  rnd(
+      "trunc", [](T_ x) { return ferry::trunc(x); }, [](long double a) { return std::trunc(a); });
+  m["sign"] = unary([](T_ x) { return ferry::sign(x); },
+                    [](i128 a, bool) { return a > 0   ? i128(1)
+                                              : a < 0 ? i128(-1)
+                                                      : i128(0); },
+                    [](long double a) { return a > 0   ? 1.0L
+                                               : a < 0 ? -1.0L
+                                                       : a; }, 0, true);
+  // Predicates, to bool.
+  auto pred = [&](const char* n, std::function<T_(T_)> op, std::function<bool(long double)> f,
+                  bool on_ints) {
+    m[n] = [=](R& r, DType d, bool ok) {
+      with_type(d, [&]<class T>() {
+        auto a = inputs_a<T>();
+        if (!ok) {
+          EXPECT_DTYPE_ERROR(op(make(r, a)));
+          return;
+        }
+        std::vector<bool> want;
+        for (T x : a) want.push_back(std::is_integral_v<T> ? on_ints : f(ld(x)));
+        CHECK(as_bools(read<bool>(op(make(r, a)))) == want);
+      });
+    };
+  };
+  pred(
+      "isnan", [](T_ x) { return ferry::isnan(x); }, [](long double a) { return std::isnan(a); },
+      false);
+  pred(
+      "isinf", [](T_ x) { return ferry::isinf(x); }, [](long double a) { return std::isinf(a); },
+      false);
+  pred(
+      "isfinite", [](T_ x) { return ferry::isfinite(x); },
+      [](long double a) { return std::isfinite(a); }, true);
+  // Binary float functions.
+  m["atan2"] = binary([](T_ a, T_ b) { return ferry::atan2(a, b); },
+                      [](T_ a, Scalar s) { return ferry::atan2(a, s); }, nullptr,
+                      [](long double a, long double b) { return std::atan2(a, b); }, 1);
+  m["hypot"] = binary([](T_ a, T_ b) { return ferry::hypot(a, b); },
+                      [](T_ a, Scalar s) { return ferry::hypot(a, s); }, nullptr,
+                      [](long double a, long double b) { return std::hypot(a, b); }, 1);
+  // Bitwise, integers only, two's complement in 128 bits.
+  m["bitwise_and"] = binary([](T_ a, T_ b) { return ferry::bitwise_and(a, b); },
+                            [](T_ a, Scalar s) { return ferry::bitwise_and(a, s); },
+                            [](i128 a, i128 b) { return a & b; }, nullptr, 0);
+  m["bitwise_or"] = binary([](T_ a, T_ b) { return ferry::bitwise_or(a, b); },
+                           [](T_ a, Scalar s) { return ferry::bitwise_or(a, s); },
+                           [](i128 a, i128 b) { return a | b; }, nullptr, 0);
+  m["bitwise_xor"] = binary([](T_ a, T_ b) { return ferry::bitwise_xor(a, b); },
+                            [](T_ a, Scalar s) { return ferry::bitwise_xor(a, s); },
+                            [](i128 a, i128 b) { return a ^ b; }, nullptr, 0);
+  m["bitwise_not"] = unary([](T_ x) { return ferry::bitwise_not(x); },
+                           [](i128 a, bool) { return ~a; }, nullptr, 0, true);
+  auto shift = [&](const char* n, bool left) {
+    m[n] = [=](R& r, DType d, bool ok) {
+      with_type(d, [&]<class T>() {
+        auto a = inputs_a<T>();
+        auto op = [&](T_ x, T_ y) {
+          return left ? ferry::bitwise_left_shift(x, y) : ferry::bitwise_right_shift(x, y);
+        };
+        if (!ok) {
+          EXPECT_DTYPE_ERROR(op(make(r, a), make(r, a)));
+          return;
+        }
+        if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+          // Amounts 0 .. width + 1, and (signed) -1 and the minimum.
+          constexpr int bits = sizeof(T) * 8;
+          std::vector<T> k;
+          for (std::size_t i = 0; i < a.size(); ++i)
+            k.push_back(static_cast<T>((static_cast<int>(i) * 5) % (bits + 2)));
+          if constexpr (std::is_signed_v<T>) {
+            k[3] = T(-1);
+            k[4] = std::numeric_limits<T>::min();
+          }
+          std::vector<T> want, want_s;
+          for (std::size_t i = 0; i < a.size(); ++i) {
+            want.push_back(shift_ref(a[i], k[i], left));
+            want_s.push_back(shift_ref(a[i], T(3), left));
+          }
+          check_all(read<T>(op(make(r, a), make(r, k))), want);
+          check_all(read<T>(left ? ferry::bitwise_left_shift(make(r, a), Scalar(3))
+                                 : ferry::bitwise_right_shift(make(r, a), Scalar(3))),
+                    want_s);
+          // The operators are the same ops.
+          check_all(read<T>(left ? make(r, a) << make(r, k) : make(r, a) >> make(r, k)), want);
+        }
+      });
+    };
+  };
+  shift("bitwise_left_shift", true);
+  shift("bitwise_right_shift", false);
+}
