@@ -176,7 +176,19 @@ void extra_runners(std::map<std::string, Runner>& m) {
           EXPECT_DTYPE_ERROR(all(make(r, a, Shape{4, 4})));
           return;
         }
-        if constexpr (!std::is_same_v<T, bool>) {
+        if constexpr (std::is_same_v<T, bool>) {
+          // max is any and min is all, to bool (torch): rows all true, all false and mixed.
+          REQUIRE((kind == 2 || kind == 3));
+          const std::vector<bool> b{true, true,  true, true, false, false, false, false,
+                                    true, false, true, true, false, false, true,  false};
+          const T_ whole = all(make(r, b, Shape{4, 4}));
+          CHECK(whole.dtype() == DType::boolean);
+          CHECK(whole.shape() == Shape{});
+          CHECK(as_bools(read<bool>(whole)) == std::vector<bool>{kind == 2});
+          CHECK(as_bools(read<bool>(dim1(make(r, b, Shape{4, 4})))) ==
+                (kind == 2 ? std::vector<bool>{true, false, true, true}
+                           : std::vector<bool>{true, false, false, false}));
+        } else {
           for (int mode = 0; mode < 2; ++mode) {
             const std::size_t groups = mode == 0 ? 1 : 4, len = mode == 0 ? 16 : 4;
             T_ got = (mode == 0 ? all : dim1)(make(r, a, Shape{4, 4}));

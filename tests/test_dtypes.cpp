@@ -481,3 +481,58 @@ TEST_CASE("bulk f16 conversion (F16C where the CPU has it) gives the bit code's 
   for (std::size_t i = 0; i < f.size(); ++i) bad += n[i].bits != detail::f32_to_f16_bits(f[i]);
   CHECK(bad == 0);
 }
+
+namespace {
+/// Every bit pattern of a 16-bit float type: data in, to cpu:1 and back, data out as the same
+/// type, a cast to its own dtype, and `full` of a scalar made from it all keep the bits (NaN
+/// payloads and signalling NaNs included), in both execution modes.
+template <class H>
+void check_every_pattern_round_trips(Execution mode) {
+  R r(EigenCpu(2), {.execution = mode});
+  std::vector<H> all(65536);
+  for (std::uint32_t i = 0; i < 65536; ++i) all[i] = H::from_bits(static_cast<std::uint16_t>(i));
+  auto t = r.from_vector(all, Shape{65536}, D0);
+  auto back = t.to(D1).to(D0);
+  const auto got = back.to_data().template to_vector<H>();
+  REQUIRE(got.size() == all.size());
+  std::size_t bad = 0;
+  for (std::size_t i = 0; i < all.size(); ++i) bad += got[i].bits != all[i].bits;
+  CHECK(bad == 0);
+  const auto same = cast(back, dtype_of<H>).to_data().template to_vector<H>();
+  bad = 0;
+  for (std::size_t i = 0; i < all.size(); ++i) bad += same[i].bits != all[i].bits;
+  CHECK(bad == 0);
+  // A signalling NaN (f16 0x7c01, bf16 0x7f81) and a negative quiet NaN with a payload.
+  for (std::uint16_t bits : {std::uint16_t(std::is_same_v<H, f16> ? 0x7c01 : 0x7f81),
+                             std::uint16_t(std::is_same_v<H, f16> ? 0xfe2a : 0xffc5)}) {
+    INFO("bits " << bits);
+    const auto f = r.full(Shape{3}, Scalar(H::from_bits(bits)), dtype_of<H>, D1)
+                       .to_data()
+                       .template to_vector<H>();
+    for (H h : f) CHECK(h.bits == bits);
+  }
+}
+}  // namespace
+
+TEST_CASE("reading a tensor back as its own type keeps every f16 and bf16 bit pattern") {
+  const auto mode = GENERATE(Execution::Async, Execution::Inline);
+  check_every_pattern_round_trips<f16>(mode);
+  check_every_pattern_round_trips<bf16>(mode);
+  // f32: signalling and payload NaNs through data, a move, and a scalar of f32.
+  R r(EigenCpu(2), {.execution = mode});
+  const std::vector<std::uint32_t> bits{0x7f800001u, 0xff800123u, 0x7fc00001u,
+                                        0xffffffffu, 0x00000001u, 0x80000000u};
+  std::vector<float> v;
+  for (auto b : bits) v.push_back(std::bit_cast<float>(b));
+  const auto got = r.from_vector(v, Shape{6}, D0).to(D1).to_data().to_vector<float>();
+  for (std::size_t i = 0; i < bits.size(); ++i)
+    CHECK(std::bit_cast<std::uint32_t>(got[i]) == bits[i]);
+  const auto f = r.full(Shape{2}, Scalar(v[0]), DType::f32, D0).to_data().to_vector<float>();
+  CHECK(std::bit_cast<std::uint32_t>(f[0]) == bits[0]);
+  // Widening is exact and keeps the sign and payload, but makes a signalling NaN quiet (IEEE
+  // 754 conversions; F16C does the same): f16 0x7c01 -> f32 0x7fc02000 -> f16 0x7e01.
+  auto h = r.from_vector(std::vector<f16>{f16::from_bits(0x7c01)}, Shape{1}, D0);
+  const auto w = cast(h, DType::f32).to_data().to_vector<float>();
+  CHECK(std::bit_cast<std::uint32_t>(w[0]) == 0x7fc02000u);
+  CHECK(cast(cast(h, DType::f32), DType::f16).to_data().to_vector<f16>()[0].bits == 0x7e01);
+}

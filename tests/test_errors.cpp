@@ -142,6 +142,14 @@ TEST_CASE("a transfer's std::runtime_error becomes BackendError naming both devi
     }
     REQUIRE(runtime_error_text(original) == "mini: the link is down");
   }
+  // Counted as one failed op of the source; no transfer, no bytes, on either side.
+  const auto s0 = r.stats(m0), s1 = r.stats(m1);
+  CHECK(s0.failed_ops == 1);
+  CHECK(s0.ops == 2);  // from_data and the send
+  CHECK(s0.transfers_out == 0);
+  CHECK(s0.bytes_out == 0);
+  CHECK(s1.transfers_in == 0);
+  CHECK(s1.bytes_in == 0);
   REQUIRE(a.to_data().to_vector<float>() == std::vector<float>(13, 2.0f));
   still_works(r, 1);
 }

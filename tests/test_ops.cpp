@@ -162,6 +162,33 @@ TEST_CASE("arange has ceil((end - start) / step) elements, with negative steps a
   const T on1 = r.arange(Scalar(10), Scalar(4), Scalar(-2), DType::i32, D1);
   CHECK(on1.device() == D1);
   CHECK(read<std::int32_t>(on1) == std::vector<std::int32_t>{10, 8, 6});
+
+  // u64 above INT64_MAX, in exact arithmetic (as doubles, 2^63 + 5 and 2^63 + 10 are one value).
+  constexpr std::uint64_t h = std::uint64_t{1} << 63, top = ~std::uint64_t{0};
+  CHECK(read<std::uint64_t>(r.arange(Scalar(h + 5), Scalar(h + 10), Scalar(2), DType::u64, D0)) ==
+        std::vector<std::uint64_t>{h + 5, h + 7, h + 9});
+  CHECK(read<std::uint64_t>(r.arange(Scalar(top - 2), Scalar(top), Scalar(1), DType::u64, D1)) ==
+        std::vector<std::uint64_t>{top - 2, top - 1});
+  CHECK(read<std::uint64_t>(r.arange(Scalar(0), Scalar(top), Scalar(h / 2), DType::u64, D0)) ==
+        std::vector<std::uint64_t>{0, h / 2, h, h + h / 2});
+  CHECK(read<std::uint64_t>(
+            r.arange(Scalar(top), Scalar(h), Scalar(-(std::int64_t{1} << 62)), DType::u64, D0)) ==
+        std::vector<std::uint64_t>{top, top - h / 2});
+  // Negative steps on unsigned dtypes (numpy.arange(10, 0, -3, dtype=uint8)).
+  CHECK(read<std::uint8_t>(r.arange(Scalar(10), Scalar(0), Scalar(-3), DType::u8, D0)) ==
+        std::vector<std::uint8_t>{10, 7, 4, 1});
+  // A real end: x < 5.5 takes 5; i64's extremes.
+  CHECK(read<std::int64_t>(r.arange(Scalar(3), Scalar(5.5), Scalar(1), DType::i64, D0)) ==
+        std::vector<std::int64_t>{3, 4, 5});
+  constexpr auto lo = std::numeric_limits<std::int64_t>::min();
+  CHECK(read<std::int64_t>(r.arange(Scalar(lo), Scalar(lo + 3), Scalar(1), DType::i64, D0)) ==
+        std::vector<std::int64_t>{lo, lo + 1, lo + 2});
+  REQUIRE_THROWS_MATCHES(r.arange(Scalar(top - 1), Scalar(1e30), Scalar(1), DType::u64, D0),
+                         ferry::ValueError, Says("run past the range of u64"));
+  REQUIRE_THROWS_MATCHES(r.arange(Scalar(h), Scalar(h + 3), Scalar(1), DType::i64, D0),
+                         ferry::ValueError, Says("not exactly representable as i64"));
+  REQUIRE_THROWS_MATCHES(r.arange(Scalar(lo), Scalar(0), Scalar(1), DType::i64, D0),
+                         ferry::ValueError, Says("more than 2^53 elements"));
 }
 
 TEST_CASE("random_uniform and random_normal repeat per seed and have the right statistics",
@@ -534,6 +561,14 @@ TEST_CASE("clamp bounds every element, keeps NaN, for float and int tensors",
   CHECK(read<std::int64_t>(ferry::clamp(l, Scalar(0), Scalar(0))) ==
         std::vector<std::int64_t>(10, 0));
   CHECK(read<std::int32_t>(i) == iv);
+  // min > max: every element is max, as torch.clamp and ONNX Clip (NaN stays NaN).
+  const auto above = read<float>(ferry::clamp(f, Scalar(2.0), Scalar(1.0)));
+  for (std::size_t k = 0; k < above.size(); ++k) {
+    INFO("element " << k << " of " << fv[k]);
+    CHECK((k == 5 ? std::isnan(above[k]) : above[k] == 1.0f));
+  }
+  CHECK(read<std::int32_t>(ferry::clamp(i, Scalar(5), Scalar(-7))) ==
+        std::vector<std::int32_t>(10, -7));
 }
 
 TEMPLATE_TEST_CASE(
@@ -1397,14 +1432,14 @@ TEST_CASE(
   check_router_works(r, live.t, live.values);
 }
 
-TEST_CASE("clamp with min above max and repeat with a negative count throw ValueError",
-          "[ops][errors]") {
+TEST_CASE(
+    "repeat with a negative count, arange with a zero step and max of nothing throw "
+    "ValueError",
+    "[ops][errors]") {
   auto mode = GENERATE(ferry::Execution::Inline, ferry::Execution::Async);
   INFO("execution: " << mode_name(mode));
   ferry::Router<ferry::EigenCpu> r(ferry::EigenCpu(2), {.execution = mode});
   auto live = live_tensor(r);
-  REQUIRE_THROWS_MATCHES(ferry::clamp(live.t, Scalar(2.0), Scalar(1.0)), ferry::ValueError,
-                         Says("clamp"));
   REQUIRE_THROWS_MATCHES(ferry::repeat(live.t, {1, -2}), ferry::ValueError,
                          Says("repeat") && Says("-2"));
   REQUIRE_THROWS_MATCHES(r.arange(Scalar(0), Scalar(3), Scalar(0), DType::i32, D0),

@@ -4,9 +4,11 @@
 
 #include <fmt/core.h>
 
+#include <bit>
 #include <climits>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <ostream>
 #include <string_view>
 #include <type_traits>
@@ -248,10 +250,13 @@ class Scalar {
       v_ = static_cast<std::int64_t>(v);
     else
       v_ = static_cast<double>(v);
+    if constexpr (std::is_same_v<T, float>) keep(DType::f32, std::bit_cast<std::uint32_t>(v));
   }
   template <class T>
   requires is_half_v<T>
-  constexpr Scalar(T v) noexcept : v_(static_cast<double>(v)) {}  // NOLINT: as above
+  constexpr Scalar(T v) noexcept : v_(static_cast<double>(v)) {  // NOLINT: as above
+    keep(dtype_of<T>, v.bits);
+  }
   template <class T>
   [[nodiscard]] constexpr T as() const noexcept {
     return std::visit([](auto x) { return static_cast<T>(x); }, v_);
@@ -260,10 +265,31 @@ class Scalar {
     return std::holds_alternative<double>(v_);
   }
   [[nodiscard]] const Value& value() const noexcept { return v_; }
-  friend bool operator==(const Scalar&, const Scalar&) = default;
+  /// The value made from an f32, f16 or bf16 `T`, bit for bit (a signalling NaN and its payload
+  /// included, which the trip through double would quiet); nullopt for any other source.
+  template <class T>
+  [[nodiscard]] constexpr std::optional<T> exactly_as() const noexcept {
+    if (!is_floating() || from_ != dtype_of<T>) return std::nullopt;
+    if constexpr (std::is_same_v<T, float>)
+      return std::bit_cast<float>(bits_);
+    else if constexpr (is_half_v<T>)
+      return T::from_bits(static_cast<std::uint16_t>(bits_));
+    else
+      return std::nullopt;
+  }
+  /// Equal values (NaN is never equal), whatever type they were made from.
+  friend constexpr bool operator==(const Scalar& a, const Scalar& b) noexcept {
+    return a.v_ == b.v_;
+  }
 
  private:
+  constexpr void keep(DType from, std::uint32_t bits) noexcept {
+    from_ = from;
+    bits_ = bits;
+  }
   Value v_{0.0};
+  DType from_ = DType::f64;  ///< f32/f16/bf16 when made from one: then bits_ are its bits
+  std::uint32_t bits_ = 0;
 };
 
 inline std::ostream& operator<<(std::ostream& os, DType d) { return os << to_string(d); }

@@ -106,9 +106,32 @@ class Interpreter {
   }
 
   /// Source half of a move: takes the handle (moved out when held once) and copies it into
-  /// `target`'s memory with the backend's transfer for its kind.
+  /// `target`'s memory with the backend's transfer for its kind. Counted as one op of this
+  /// device, a failed one when it throws (then no transfer and no bytes are counted).
   [[nodiscard]] Handle send(const op::ToDevice& o, const Device& target) {
     ++stats_.ops;
+    try {
+      return send_counted(o, target);
+    } catch (...) {
+      ++stats_.failed_ops;
+      throw;
+    }
+  }
+
+  /// Target half of a move, and the entry point for handles made elsewhere: registers `h`
+  /// as tensor `id`. Every kind is accepted, Quantized included.
+  void register_tensor_to_device(TensorId id, Handle h, const TensorRef* ref = nullptr) {
+    const std::size_t n = ref ? bytes_of(h, *ref) : bytes_of(h, TensorRef{});
+    reg_.put(id, std::move(h), n);
+    stats_.bytes_in += n;
+    ++stats_.transfers_in;
+  }
+
+  /// Marks the output of a failed op so that its users fail with the original error.
+  void mark_failed(TensorId id, std::string why) { reg_.mark_failed(id, std::move(why)); }
+
+ private:
+  Handle send_counted(const op::ToDevice& o, const Device& target) {
     Handle h = reg_.take_any(o.in, "to_device");
     const std::size_t n = bytes_of(h, o.in);
     Handle moved = [&]() -> Handle {
@@ -131,18 +154,7 @@ class Interpreter {
     return moved;
   }
 
-  /// Target half of a move, and the entry point for handles made elsewhere: registers `h`
-  /// as tensor `id`. Every kind is accepted, Quantized included.
-  void register_tensor_to_device(TensorId id, Handle h, const TensorRef* ref = nullptr) {
-    const std::size_t n = ref ? bytes_of(h, *ref) : bytes_of(h, TensorRef{});
-    reg_.put(id, std::move(h), n);
-    stats_.bytes_in += n;
-    ++stats_.transfers_in;
-  }
-
-  /// Marks the output of a failed op so that its users fail with the original error.
-  void mark_failed(TensorId id, std::string why) { reg_.mark_failed(id, std::move(why)); }
-
+ public:
   /// Bytes of a handle: the backend's `nbytes` when it has one, else what the ref implies.
   [[nodiscard]] std::size_t bytes_of(const Handle& h, const TensorRef& ref) const {
     return std::visit([&](const auto& x) { return bytes_of_one(x, ref); }, h);

@@ -152,6 +152,8 @@ Tensor<B> reduce(ReduceKind k, Tensor<B> x, std::optional<std::int64_t> dim, boo
   const auto dev = common_device(op, x);
   if (k == ReduceKind::mean)
     want_kind(op, x.dtype(), {Kind::Float}, "float operands");
+  else if (k == ReduceKind::max || k == ReduceKind::min)  // on bool: any and all, as torch
+    want_kind(op, x.dtype(), {Kind::Float, Kind::Int, Kind::Bool}, "float, int or bool operands");
   else
     want_kind(op, x.dtype(), {Kind::Float, Kind::Int}, "float or int operands");
   std::optional<std::size_t> d;
@@ -201,14 +203,14 @@ FERRY_ARITH_KINDS(FERRY_DETAIL_SCALAR_FN)
 FERRY_COMPARE_KINDS(FERRY_DETAIL_SCALAR_FN)
 #undef FERRY_DETAIL_SCALAR_FN
 
+/// min(max(x, lo), hi), as torch.clamp and ONNX Clip: with lo > hi every element is hi; NaN
+/// elements stay NaN.
 template <Backend B>
 [[nodiscard]] Tensor<B> clamp(Tensor<B> x, Scalar lo, Scalar hi) {
   const auto dev = detail::common_device("clamp", x);
   detail::want_kind("clamp", x.dtype(), {Kind::Float, Kind::Int}, "float or int operands");
   detail::scalar_fits("clamp", "min", lo, x.dtype());
   detail::scalar_fits("clamp", "max", hi, x.dtype());
-  if (lo.as<double>() > hi.as<double>())
-    detail::raise<ValueError>("value", "clamp: min {} is greater than max {}", lo, hi);
   op::Clamp o{detail::TA<B>::ref(x), lo, hi, detail::out_ref(x, x.shape(), x.dtype())};
   return detail::emit(detail::TA<B>::core(x, "clamp"), dev, std::move(o), x);
 }

@@ -172,26 +172,36 @@ class Router {
     if (st == 0.0 || !std::isfinite(s) || !std::isfinite(e) || !std::isfinite(st))
       detail::raise<ValueError>("value", "arange: start {}, end {}, step {} do not make a range",
                                 start, end, step);
-    const double count = std::max(0.0, std::ceil((e - s) / st));
-    // 2^53: past it the count is not exact as a double, and (far sooner) no buffer could hold
-    // it; converting a larger one to int64 would be undefined.
-    if (!(count <= 9007199254740992.0))
-      detail::raise<ValueError>("value",
-                                "arange: start {}, end {}, step {} make {} elements, too many for "
-                                "one tensor",
-                                start, end, step, count);
-    const auto n = static_cast<std::int64_t>(count);
-    if (kind_of(dtype) == Kind::Int) {  // exact in the dtype, the last value included
+    std::int64_t n = 0;
+    if (kind_of(dtype) == Kind::Int) {  // exact integers (u64 past INT64_MAX too), in the dtype
       detail::scalar_fits("arange", "start", start, dtype);
-      detail::scalar_fits("arange", "step", step, dtype);
-      if (n > 0) {
-        const auto span = detail::mul_i64(n - 1, step.as<std::int64_t>());
-        const auto last = span ? detail::add_i64(start.as<std::int64_t>(), *span) : std::nullopt;
-        if (!last || !detail::scalar_exact_in(Scalar(*last), dtype))
-          detail::raise<ValueError>("value",
-                                    "arange: start {}, end {}, step {} run past the range of {}",
-                                    start, end, step, dtype);
-      }
+      // Any whole step (negative on unsigned dtypes too, as numpy): only the values must fit.
+      if (!detail::scalar_exact_in(step, DType::i64) && !detail::scalar_exact_in(step, DType::u64))
+        detail::raise<ValueError>("value",
+                                  "arange: step {} is not a whole number in the range of "
+                                  "i64 or u64",
+                                  step);
+      const auto len = detail::int_arange_len(start, end, step, dtype);
+      if (len.n < 0)
+        detail::raise<ValueError>("value",
+                                  "arange: start {}, end {}, step {} make more than 2^53 "
+                                  "elements, too many for one tensor",
+                                  start, end, step);
+      if (!len.fits)
+        detail::raise<ValueError>("value",
+                                  "arange: start {}, end {}, step {} run past the range of {}",
+                                  start, end, step, dtype);
+      n = len.n;
+    } else {
+      const double count = std::max(0.0, std::ceil((e - s) / st));
+      // 2^53: past it the count is not exact as a double, and (far sooner) no buffer could hold
+      // it; converting a larger one to int64 would be undefined.
+      if (!(count <= 9007199254740992.0))
+        detail::raise<ValueError>("value",
+                                  "arange: start {}, end {}, step {} make {} elements, too many "
+                                  "for one tensor",
+                                  start, end, step, count);
+      n = static_cast<std::int64_t>(count);
     }
     return detail::emit(core_, dev,
                         op::Arange{start, step, TensorRef{core_->new_id(), Shape{n}, dtype}});

@@ -66,77 +66,10 @@ class NestsInt : public Catch::MatcherBase<std::exception> {
       expr, BackendError,                        \
       ::ferry_test::Says(part) && ::catalogue::IsExactly<BackendError>("BackendError") && nests)
 
-/// catalogue::World for mini::Faulty: on each of its two devices an f32 [2, 3], an i64 [4], a
-/// bool [3] and an int8 per-tensor [2, 3] bystander, snapshotted after a sync; check_intact()
-/// requires what World's does (no pending error, values byte for byte, the same live tensors and
-/// bytes, no failure marks, a fresh add, move and quantized move that work, and again after).
-struct FaultyWorld {
-  struct Bystander {
-    std::string name;
-    FT t;
-    ferry::ReadResult value;
-  };
-
-  explicit FaultyWorld(Execution m) : mode(m), r(mini::Faulty{}, {.execution = m}) {
-    for (const auto& d : {m0, m1}) {
-      add(fmt::format("f32@{}", d), r.from_vector(kF32, {2, 3}, d));
-      add(fmt::format("i64@{}", d), r.from_vector(catalogue::kI64, {4}, d));
-      add(fmt::format("bool@{}", d), r.from_data(TensorData::from(catalogue::kBool, {3}), d));
-      add(fmt::format("q8@{}", d),
-          ferry::quantize(r.from_vector(kF32, {2, 3}, d), catalogue::int8_tensor(), {0.0625f}));
-    }
-    for (auto& b : all) b.value = read(b.t);
-    r.sync();
-    for (const auto& d : r.devices()) stats.push_back(r.stats(d));
-  }
-
-  [[nodiscard]] const FT& get(const std::string& name) const {
-    for (const auto& b : all)
-      if (b.name == name) return b.t;
-    FAIL("no bystander " << name);
-    return all.front().t;
-  }
-
-  void check_intact() {
-    REQUIRE_NOTHROW(r.sync());
-    check_values_and_counts();
-    {
-      const auto& f = get("f32@mini:0");
-      auto twice = (f + f).to_data().to_vector<float>();
-      for (std::size_t i = 0; i < kF32.size(); ++i) REQUIRE(twice[i] == 2.0f * kF32[i]);
-      REQUIRE(f.to(m1).to_data() == f.to_data());
-      REQUIRE(get("q8@mini:0").to(m1).to_parts() == get("q8@mini:0").to_parts());
-    }
-    REQUIRE_NOTHROW(r.sync());
-    check_values_and_counts();
-  }
-
-  Execution mode;
-  ferry::Router<mini::Faulty> r;
-  std::vector<Bystander> all;
-  std::vector<ferry::DeviceStats> stats;
-
- private:
-  void add(std::string name, FT t) { all.push_back({std::move(name), std::move(t), {}}); }
-  [[nodiscard]] static ferry::ReadResult read(const FT& t) {
-    if (t.is_quantized()) return t.to_parts();
-    return t.to_data();
-  }
-  void check_values_and_counts() {
-    for (const auto& b : all) {
-      INFO("bystander " << b.name);
-      REQUIRE(read(b.t) == b.value);
-    }
-    REQUIRE_NOTHROW(r.sync());
-    for (std::size_t i = 0; i < r.devices().size(); ++i) {
-      const auto& d = r.devices()[i];
-      INFO("device " << fmt::format("{}", d));
-      const auto s = r.stats(d);
-      REQUIRE(s.live_tensors == stats[i].live_tensors);
-      REQUIRE(s.live_bytes == stats[i].live_bytes);
-      REQUIRE(r.with_interpreter(d, [](auto& in) { return in.registry().failed_size(); }) == 0);
-    }
-  }
+/// catalogue's world on mini::Faulty (two devices, the bystanders of every kind, the same
+/// check_intact()).
+struct FaultyWorld : catalogue::BasicWorld<mini::Faulty> {
+  explicit FaultyWorld(Execution m) : BasicWorld(m, mini::Faulty{}) {}
 };
 
 TEST_CASE("backend: a kernel that throws std::runtime_error", "[backend]") {

@@ -23,9 +23,12 @@ namespace ferry::detail {
 /// - integer -> integer: two's-complement wrap modulo 2^n (C++20 modular conversion);
 /// - anything -> float: nearest value, rounded once (to f16/bf16 also from f64 and 64-bit
 ///   integers, see ferry/half.hpp); f16/bf16 -> anything goes through their exact f32 value.
+/// - the same type: the value itself, bit for bit (a signalling NaN stays one).
 template <class To, class From>
 constexpr To convert(From x) noexcept {
-  if constexpr (is_half_v<From>) {
+  if constexpr (std::is_same_v<To, From>) {
+    return x;
+  } else if constexpr (is_half_v<From>) {
     return convert<To>(static_cast<float>(x));
   } else if constexpr (std::is_same_v<To, bool>) {
     return x != From(0);

@@ -9,8 +9,11 @@
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <span>
+#include <type_traits>
+#include <variant>
 #include <vector>
 
 #include "ferry/detail/checked.hpp"
@@ -74,6 +77,51 @@ inline bool scalar_exact_in(const Scalar& s, DType d) {
 inline void scalar_fits(const char* op, const char* what, const Scalar& s, DType d) {
   if (!scalar_exact_in(s, d))
     raise<ValueError>("value", "{}: {} {} is not exactly representable as {}", op, what, s, d);
+}
+
+/// The length of an integer arange, and whether its last value is a value of the dtype.
+struct IntArangeLen {
+  std::int64_t n = 0;  ///< -1: more than 2^53 elements
+  bool fits = true;
+};
+/// @brief The length of an integer arange in exact arithmetic (128 bits), and whether its last
+/// value is in dtype `d`.
+///
+/// `start` is an exact value of `d` and `step` a whole nonzero number of i64 or u64 (checked
+/// before); `end` is any finite real. Every value of every integer dtype, u64 above INT64_MAX
+/// included, is exact here, where a double would round 2^63 + 5 and 2^63 + 10 to one value.
+inline IntArangeLen int_arange_len(const Scalar& start, const Scalar& end, const Scalar& step,
+                                   DType d) {
+  __extension__ using i128 = __int128;  // GCC and Clang; -Wpedantic-clean through __extension__
+  auto exact = [](const Scalar& v) {
+    return std::visit([]<class V>(V x) -> i128 { return static_cast<i128>(x); }, v.value());
+  };
+  const i128 s = exact(start), st = exact(step);
+  // For integers x, x < e (e real) is x < ceil(e) and x > e is x > floor(e). |e| is cut at 2^70,
+  // past every dtype's range, so that the conversion is defined.
+  i128 e;
+  if (end.is_floating()) {
+    const double v = std::clamp(end.as<double>(), -0x1p70, 0x1p70);
+    e = static_cast<i128>(st > 0 ? std::ceil(v) : std::floor(v));
+  } else {
+    e = exact(end);
+  }
+  const i128 gap = st > 0 ? e - s : s - e, by = st > 0 ? st : -st;
+  const i128 n = gap <= 0 ? 0 : (gap + by - 1) / by;
+  // (n - 1) |step| < gap <= 2^71, so `last` cannot overflow.
+  if (n > 0) {
+    const i128 last = s + (n - 1) * st;
+    const bool fits = visit_dtype(d, [&]<class T>(T) {
+      if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>)
+        return last >= static_cast<i128>(std::numeric_limits<T>::min()) &&
+               last <= static_cast<i128>(std::numeric_limits<T>::max());
+      else
+        return false;
+    });
+    if (!fits) return {0, false};
+  }
+  if (n > (i128{1} << 53)) return {-1, true};
+  return {static_cast<std::int64_t>(n), true};
 }
 
 /// Output shape of a reduction along `dim` (all dims when empty).

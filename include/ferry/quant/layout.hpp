@@ -72,11 +72,7 @@ void strided_walk(std::span<const std::int64_t> dims, std::span<const std::int64
 }
 
 inline std::vector<std::int64_t> row_major_strides(const std::vector<std::int64_t>& dims) {
-  std::vector<std::int64_t> s(dims.size(), 1);
-  // Past int64 only when another dim is 0 (an empty tensor's grid): nothing is addressed then.
-  for (std::size_t i = dims.size(); i-- > 1;)
-    s[i - 1] = ::ferry::detail::mul_i64(s[i], dims[i]).value_or(0);
-  return s;
+  return Shape(dims).strides();  // one rule for strides (and their overflow) in Ferry
 }
 
 /// Where the result's elements and params come from: a strided view of the source's elements

@@ -19,6 +19,7 @@ using ferry::detail::convert;
 /// A Scalar converted as a cast would (used by full, arange and clamp bounds).
 template <class T>
 T scalar_cast(const Scalar& s) noexcept {
+  if (const auto same = s.exactly_as<T>()) return *same;  // made from a T: its own bits
   return std::visit([](auto v) { return convert<T>(v); }, s.value());
 }
 

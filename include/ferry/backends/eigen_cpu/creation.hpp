@@ -42,8 +42,8 @@ inline CpuTensor full(const AccountsPtr& acc, const Shape& shape, DType dtype, c
   return out;
 }
 
-/// [start, start + step, ...] of n elements: computed in f64 for float dtypes, in wrapping
-/// i64 for integer ones (whose start and step must be whole numbers: ValueError otherwise).
+/// [start, start + step, ...] of n elements: computed in f64 for float dtypes, modulo 2^64 for
+/// integer ones (whose start and step must be values of the dtype: ValueError otherwise).
 inline CpuTensor arange(const AccountsPtr& acc, const Scalar& start, const Scalar& step,
                         std::int64_t n, DType dtype, int device, Kind kind, const char* op) {
   if (n < 0) detail::raise<ValueError>("cpu.arange", "{}: negative length {}", op, n);
@@ -57,11 +57,22 @@ inline CpuTensor arange(const AccountsPtr& acc, const Scalar& start, const Scala
         for (std::int64_t i = lo; i < hi; ++i) o[i] = convert<T>(s + static_cast<double>(i) * d);
       });
     } else if constexpr (is_int_v<T>) {
-      const auto s = static_cast<std::uint64_t>(scalar_operand<std::int64_t>(start, op));
-      const auto d = static_cast<std::uint64_t>(scalar_operand<std::int64_t>(step, op));
+      // Modulo 2^64, where every value is exact (u64 above INT64_MAX too); the router checked
+      // that the true values are in T's range, so the wrapped ones are they.
+      const auto s = static_cast<std::uint64_t>(scalar_operand<T>(start, op));
+      // The step is any whole number of i64 or u64 (negative for unsigned T too).
+      const auto d = std::visit(
+          []<class V>(V v) -> std::uint64_t {
+            if constexpr (std::is_same_v<V, double>)
+              return v < 0 ? static_cast<std::uint64_t>(static_cast<std::int64_t>(v))
+                           : static_cast<std::uint64_t>(v);
+            else
+              return static_cast<std::uint64_t>(v);
+          },
+          step.value());
       parallel_for(0, n, kGrain, [&](std::int64_t lo, std::int64_t hi) {
         for (std::int64_t i = lo; i < hi; ++i)
-          o[i] = static_cast<T>(static_cast<std::int64_t>(s + static_cast<std::uint64_t>(i) * d));
+          o[i] = static_cast<T>(s + static_cast<std::uint64_t>(i) * d);
       });
     }
   });

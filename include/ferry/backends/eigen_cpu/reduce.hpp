@@ -107,17 +107,25 @@ T fold(const T* p, std::int64_t n) {
   return fold_serial<op, T>(part.data(), blocks);
 }
 
-/// sum/prod/mean/max/min. A reduced extent of 1 returns the input's buffer reshaped (shared,
-/// zero-copy). Empty extents: sum 0, prod 1, mean NaN, max/min ValueError. Integer sum and prod
-/// accumulate in and return i64 (u64 for u64; see accumulate_dtype), wrapping modulo 2^64, as
-/// torch.sum and numpy do: sum of i32 {INT_MAX, 1} is 2^31, not INT_MIN. f16 and bf16 reduce
-/// in f32 and round the result once.
+/// sum/prod/mean/max/min (max and min of bool are any and all, as torch). A reduced extent of 1
+/// returns the input's buffer reshaped (shared, zero-copy). Empty extents: sum 0, prod 1, mean NaN,
+/// max/min ValueError. Integer sum and prod accumulate in and return i64 (u64 for u64; see
+/// accumulate_dtype), wrapping modulo 2^64, as torch.sum and numpy do: sum of i32 {INT_MAX, 1} is
+/// 2^31, not INT_MIN. f16 and bf16 reduce in f32 and round the result once.
 template <RedOp op>
 CpuTensor reduce(const AccountsPtr& acc, CpuTensor a, std::optional<std::size_t> dim,
                  bool keepdim) {
   constexpr const char* name = op_name(op);
   check(acc, a, name);
   const Kind k = kind_of(a.dtype);
+  if constexpr (op == RedOp::max || op == RedOp::min) {
+    if (k == Kind::Bool) {  // any / all: the 0/1 bytes reduced as u8, read back as bool
+      a.dtype = DType::u8;
+      CpuTensor r = reduce<op>(acc, std::move(a), dim, keepdim);
+      r.dtype = DType::boolean;
+      return r;
+    }
+  }
   if (op == RedOp::mean ? k != Kind::Float : (k != Kind::Float && k != Kind::Int))
     detail::raise<DTypeError>("cpu.dtype", "{}: {} operands are not supported", name, a.dtype);
   if constexpr (op == RedOp::sum || op == RedOp::prod)
