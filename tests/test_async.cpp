@@ -1,27 +1,25 @@
 // Asynchronous execution: ordered per-device queues, parallel devices, bounded queues, safe
 // cross-device moves, many application threads, error propagation and clean shutdown.
-#include <catch2/catch.hpp>
-
-#include "matchers.hpp"
-#include <ferry/ferry.hpp>
-
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <ferry/ferry.hpp>
 #include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "matchers.hpp"
 #include "mini_backend.hpp"
 
-using ferry_test::Says;
 using ferry::CpuDevice;
 using ferry::DType;
 using ferry::EigenCpu;
 using ferry::Execution;
 using ferry::Router;
+using ferry_test::Says;
 using T = ferry::Tensor<EigenCpu>;
 
 namespace {
@@ -35,7 +33,8 @@ std::vector<float> program(Router<EigenCpu>& r, int seed) {
   auto z = tanh(x * 0.5f + reshape(y, {16, 16}) / 256.0f);
   auto w = matmul(z, permute(z, {1, 0})).to(b);
   auto s = sum(relu(w - 0.1f), 1, true);
-  auto q = ferry::quantize_dynamic(z, ferry::quant::Scheme::of(ferry::quant::ValueType::i8).per_axis(0));
+  auto q =
+      ferry::quantize_dynamic(z, ferry::quant::Scheme::of(ferry::quant::ValueType::i8).per_axis(0));
   auto back = ferry::dequantize(q.to(b));
   auto t = ferry::cat(std::vector<T>{s, sum(back, 1, true)}, 1).to(a);
   return t.to_data().to_vector<float>();
@@ -47,7 +46,8 @@ TEST_CASE("many threads times many ops give the inline mode's results", "[async]
   std::vector<std::vector<float>> want(threads * per_thread);
   {
     Router<EigenCpu> ref(EigenCpu(3), {.execution = Execution::Inline});
-    for (int i = 0; i < threads * per_thread; ++i) want[static_cast<std::size_t>(i)] = program(ref, i);
+    for (int i = 0; i < threads * per_thread; ++i)
+      want[static_cast<std::size_t>(i)] = program(ref, i);
   }
   Router<EigenCpu> r(EigenCpu(3), {.execution = Execution::Async, .queue_capacity = 8});
   std::vector<std::vector<float>> got(want.size());
@@ -163,11 +163,11 @@ TEST_CASE("a dropped tensor is freed at once on an idle device, after its reader
   auto b = r.from_vector(std::vector<float>{4}, {1}, d);
   r.sync();
   REQUIRE(r.stats(d).live_tensors == 2);
-  b = ferry::Tensor<Gated>();  // the last copy: nothing queued, so freed in this thread
+  b = ferry::Tensor<Gated>();             // the last copy: nothing queued, so freed in this thread
   REQUIRE(r.stats(d).live_tensors == 1);  // no sync needed
   auto first = a + a;                     // the worker now waits in the gate
   auto second = a + a;                    // queued behind it, reading `a`
-  a = ferry::Tensor<Gated>();  // `a` must outlive `second`: its drop queues behind it
+  a = ferry::Tensor<Gated>();             // `a` must outlive `second`: its drop queues behind it
   gate->release();
   REQUIRE(second.to_data().to_vector<float>()[0] == 6.0f);
   r.sync();
@@ -186,7 +186,8 @@ TEST_CASE("devices run in parallel: one device stuck does not hold up another", 
   REQUIRE(stuck.to_data().to_vector<float>()[0] == 2.0f);
 }
 
-TEST_CASE("a failed op poisons its users, surfaces once at sync, and the device keeps going", "[async]") {
+TEST_CASE("a failed op poisons its users, surfaces once at sync, and the device keeps going",
+          "[async]") {
   Router<EigenCpu> r(EigenCpu(2), {.execution = Execution::Async});
   const CpuDevice d0{0}, d1{1};
   auto n = r.from_vector(std::vector<std::int64_t>{1, 2, 3}, {3}, d0);
@@ -198,7 +199,7 @@ TEST_CASE("a failed op poisons its users, surfaces once at sync, and the device 
                          Says("op 'remainder' on device cpu:0 failed"));
   REQUIRE(fine.to_data().to_vector<std::int64_t>() == std::vector<std::int64_t>{2, 3, 4});
   REQUIRE_THROWS_AS(r.sync(d0), ferry::ValueError);
-  REQUIRE_NOTHROW(r.sync(d0));  // reported once
+  REQUIRE_NOTHROW(r.sync(d0));                     // reported once
   REQUIRE_THROWS_AS(r.sync(d1), ferry::OpFailed);  // the move's arrival failed on d1
   {
     auto drop_them = std::move(bad);
@@ -312,4 +313,45 @@ TEST_CASE("four threads share one router: ops and moves on two devices, every va
   REQUIRE(r.stats(CpuDevice{1}).live_tensors == 0);
   REQUIRE(r.stats(CpuDevice{0}).failed_ops + r.stats(CpuDevice{1}).failed_ops == 0);
   REQUIRE(r.backend().allocated_bytes(CpuDevice{1}) == 0);
+}
+
+TEST_CASE("errors cross threads: readers and syncs catch what workers threw, many times over",
+          "[async]") {
+  // Each exception a worker throws ends on the caller's side, which frees it (detail::Handoff;
+  // docs/execution.md). Under ThreadSanitizer, with no suppressions, this is the check: the
+  // failed reads, failed moves and syncs below race the workers' own clean-up every iteration.
+  Router<mini::Faulty> r(mini::Faulty{});
+  const mini::Device m0{0}, m1{1};
+  for (int i = 0; i < 200; ++i) {
+    auto x = r.from_vector(std::vector<float>(13, 1.0f), {13}, m0);
+    auto bad = x + x;  // Faulty's add throws std::runtime_error for [13]
+    std::string seen;
+    try {
+      (void)bad.to_data();
+    } catch (const ferry::OpFailed& e) {
+      seen = e.what();  // reads the message the worker formatted
+    }
+    CHECK(seen.find("the adder overheated") != std::string::npos);
+    auto moved = x.to(m1);  // Faulty's transfer throws for [13]: fails on both devices
+    std::string sent, received;
+    try {
+      r.sync(m0);
+    } catch (const ferry::Error& e) {
+      sent = e.what();
+    }
+    try {
+      (void)moved.to_data();
+    } catch (const ferry::OpFailed& e) {
+      received = e.what();
+    }
+    try {
+      r.sync(m1);
+    } catch (const ferry::OpFailed& e) {
+      received += e.what();
+    }
+    CHECK(sent.find("the adder overheated") != std::string::npos);  // the first error of m0
+    CHECK(received.find("the link is down") != std::string::npos);
+  }
+  REQUIRE_NOTHROW(r.sync());
+  CHECK(r.stats(m0).live_tensors == 0);
 }

@@ -5,7 +5,6 @@
 #include <fmt/core.h>
 
 #include <cstdint>
-#include <future>
 #include <memory>
 #include <new>
 #include <string>
@@ -15,6 +14,7 @@
 #include <vector>
 
 #include "ferry/backend.hpp"
+#include "ferry/detail/handoff.hpp"
 #include "ferry/detail/quant_host.hpp"
 #include "ferry/error.hpp"
 #include "ferry/ir.hpp"
@@ -25,7 +25,7 @@ namespace ferry {
 /// What a Read op delivers: plain data, or the parts of a quantized tensor.
 using ReadResult = std::variant<TensorData, quant::QuantizedParts>;
 struct ReadSlot {
-  std::promise<ReadResult> promise;
+  detail::Handoff<ReadResult> result;  ///< the reader takes the data, or the error, out
 };
 
 /// Per-device counters; `stats(device)` returns a snapshot.
@@ -501,13 +501,13 @@ class Interpreter {
     detail::with_kind(o.in.dtype, [&]<Kind K>(std::integral_constant<Kind, K>) {
       auto h = take<K>(o.in, "read");
       if constexpr (K == Kind::Float)
-        o.slot->promise.set_value(b_.float_into_data(std::move(h)));
+        o.slot->result.set_value(b_.float_into_data(std::move(h)));
       else if constexpr (K == Kind::Int)
-        o.slot->promise.set_value(b_.int_into_data(std::move(h)));
+        o.slot->result.set_value(b_.int_into_data(std::move(h)));
       else if constexpr (K == Kind::Bool)
-        o.slot->promise.set_value(b_.bool_into_data(std::move(h)));
+        o.slot->result.set_value(b_.bool_into_data(std::move(h)));
       else
-        o.slot->promise.set_value(b_.q_into_parts(std::move(h)));
+        o.slot->result.set_value(b_.q_into_parts(std::move(h)));
     });
   }
   void run(op::ToDevice&) {

@@ -6,7 +6,6 @@
 #include <condition_variable>
 #include <cstddef>
 #include <exception>
-#include <future>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -17,6 +16,7 @@
 #include <vector>
 
 #include "ferry/detail/arena.hpp"
+#include "ferry/detail/handoff.hpp"
 #include "ferry/interpreter.hpp"
 #include "ferry/ir.hpp"
 #include "ferry/trace.hpp"
@@ -41,13 +41,12 @@ struct RouterOptions {
 
 namespace detail {
 
-/// One half of a cross-device move in async mode: the source worker fulfils it with the handle
-/// copied into the target's memory, the target worker waits for it and registers the handle.
+/// One cross-device move: the source worker fulfils it with the handle copied into the target's
+/// memory, the target worker waits for it and registers the handle. A failed send hands over an
+/// OpFailed of its own, made for the target (the source keeps its error for its own sync), so
+/// that no exception object is shared by two workers and the caller.
 template <class Handle>
-struct Transfer {
-  std::promise<Handle> promise;
-  std::shared_future<Handle> future = promise.get_future().share();
-};
+using Transfer = Handoff<Handle>;
 
 /// Op, as a type that depends on B: code in Client that names it then compiles the variant's
 /// moves and destructor (a visit over every op type) only where Client<B> is instantiated, not
@@ -286,21 +285,29 @@ void Client<B>::run_untraced(Task& t) {
     case Task::Role::send: {
       auto& o = std::get<op::ToDevice>(t.op);
       try {
-        t.xfer->promise.set_value(interp_.send(o, *t.target));
-      } catch (...) {
-        t.xfer->promise.set_exception(std::current_exception());
+        t.xfer->set_value(interp_.send(o, *t.target));
+      } catch (const std::exception& x) {
+        t.xfer->set_exception(std::make_exception_ptr(OpFailed(fmt::format(
+            "[ferry.failed] op 'to_device' on device {} failed: {}", *t.target, x.what()))));
+        throw;
+      } catch (...) {  // Interpreter::send lets out ferry errors only; kept for safety
+        t.xfer->set_exception(std::make_exception_ptr(OpFailed(fmt::format(
+            "[ferry.failed] op 'to_device' on device {} failed: unknown error", *t.target))));
         throw;
       }
       return;
     }
     case Task::Role::receive: {
       auto& o = std::get<op::ToDevice>(t.op);
-      interp_.register_tensor_to_device(o.out.id, t.xfer->future.get(), &o.out);
+      interp_.register_tensor_to_device(o.out.id, t.xfer->take(), &o.out);
       return;
     }
   }
 }
 
+// Takes the worker's only reference to the error (the caller of run_batch let go of its
+// handler's): it ends in the read slot or first_error_, which the caller takes out, so the
+// exception is freed on the caller's side, never on this worker after the caller saw it.
 template <Backend B>
 void Client<B>::fail(Task& t, std::exception_ptr e) {
   std::string what = "unknown error";
@@ -312,7 +319,7 @@ void Client<B>::fail(Task& t, std::exception_ptr e) {
   }
   drop_consumed_inputs(t);
   if (auto* rd = std::get_if<op::Read>(&t.op)) {
-    rd->slot->promise.set_exception(e);
+    rd->slot->result.set_exception(std::move(e));
     return;
   }
   const TensorRef* out = op_output(t.op);
@@ -323,7 +330,7 @@ void Client<B>::fail(Task& t, std::exception_ptr e) {
                                            : fmt::format("op '{}' on device {} failed: {}",
                                                          op_name(t.op), interp_.device(), what));
   }
-  if (!first_error_) first_error_ = e;
+  if (!first_error_) first_error_ = std::move(e);
 }
 
 template <Backend B>
@@ -360,14 +367,17 @@ void Client<B>::run_batch(std::vector<Task>& batch) {
   for (Task& t : batch) {
     // A receive waits for its send outside the lock; the send was queued before it, so
     // this wait always ends (see docs/execution.md for why no cycle can form).
-    if (t.role == Task::Role::receive) t.xfer->future.wait();
+    if (t.role == Task::Role::receive) t.xfer->wait();
     {
       std::lock_guard lk(exec_mu_);
+      std::exception_ptr err;
       try {
         run(t);
       } catch (...) {
-        fail(t, std::current_exception());
+        err = std::current_exception();
       }
+      // Out of the handler, which held a reference of its own until here.
+      if (err) fail(t, std::move(err));
     }
     // Let go of what the task holds (a finished move still holds the moved buffer through
     // its Transfer) at once, and so before sync() may return: nothing is held once a device

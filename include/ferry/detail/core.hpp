@@ -180,9 +180,8 @@ void RouterCore<B>::move(op::ToDevice op) {
 template <Backend B>
 ReadResult RouterCore<B>::read(std::size_t dev, TensorRef in) {
   auto slot = std::make_shared<ReadSlot>();
-  auto fut = slot->promise.get_future();
   submit(dev, op::Read{std::move(in), slot});
-  return fut.get();
+  return slot->result.take();
 }
 
 template <Backend B>
