@@ -42,7 +42,10 @@ void matmul_router(benchmark::State& st) {
   R router(EigenCpu(1), async_mode(1));
   const T a = router.from_data(host_data({kMat, kMat}), CpuDevice{0});
   const T b = router.from_data(host_data({kMat, kMat}), CpuDevice{0});
-  router.sync();
+  {  // one product first: its output's block is then in the device's cache
+    const T warm = matmul(a, b);
+    router.sync();
+  }
   const ProcessCpu cpu_time;
   for (auto _ : st) {
     T c = matmul(a, b);
