@@ -171,3 +171,129 @@ void math_runners(std::map<std::string, Runner>& m) {
   shift("bitwise_left_shift", true);
   shift("bitwise_right_shift", false);
 }
+
+/// The along-a-dim reductions of ferry/ops/reductions.hpp on a [4, 4] view, dim 1: f32/f64
+/// against long double formulas (8 ulps), f16/bf16 as the f32 op rounded by Eigen (exact).
+/// `row` maps one row (long double) to its results (4 for softmax-like ops, 1 for reductions).
+void row_runner(std::map<std::string, Runner>& m, const char* n, std::function<T_(T_)> op,
+                std::function<std::vector<long double>(const std::vector<long double>&)> row,
+                int ulps = 8) {
+  m[n] = [=](R& r, DType d, bool ok) {
+    with_type(d, [&]<class T>() {
+      auto a = inputs_b<T>();  // finite values
+      if (!ok) {
+        EXPECT_DTYPE_ERROR(op(make(r, a, Shape{4, 4})));
+        return;
+      }
+      if constexpr (std::is_floating_point_v<T> || is_half<T>) {
+        std::vector<T> want;
+        if constexpr (is_half<T>) {
+          want = half_expect<T>(r, {a}, Shape{4, 4}, [&](std::vector<T_> t) { return op(t[0]); });
+        } else {
+          for (int g = 0; g < 4; ++g) {
+            std::vector<long double> in;
+            for (int j = 0; j < 4; ++j) in.push_back(ld(a[g * 4 + j]));
+            for (long double v : row(in)) want.push_back(static_cast<T>(v));
+          }
+        }
+        check_all(read<T>(op(make(r, a, Shape{4, 4}))), want, ulps);
+      }
+    });
+  };
+}
+
+void reduction_runners(std::map<std::string, Runner>& m) {
+  auto soft = [](const std::vector<long double>& x, bool log, long double sign) {
+    long double mx = -INFINITY, s = 0;
+    for (long double v : x) mx = std::max(mx, sign * v);
+    for (long double v : x) s += std::exp(sign * v - mx);
+    std::vector<long double> o;
+    for (long double v : x)
+      o.push_back(log ? sign * v - mx - std::log(s) : std::exp(sign * v - mx) / s);
+    return o;
+  };
+  row_runner(
+      m, "softmax", [](T_ x) { return ferry::softmax(x, 1); },
+      [=](const auto& x) { return soft(x, false, 1); });
+  // log_softmax's error is absolute, ~eps times the row's log-sum (torch's, the same formula,
+  // has it too): where the result is near 0 (the row's max over small others) it is many ulps
+  // of the result: 70 at -0.0142 in these rows.
+  row_runner(
+      m, "log_softmax", [](T_ x) { return ferry::log_softmax(x, 1); },
+      [=](const auto& x) { return soft(x, true, 1); }, 128);
+  row_runner(
+      m, "softmin", [](T_ x) { return ferry::softmin(x, 1); },
+      [=](const auto& x) { return soft(x, false, -1); });
+  row_runner(
+      m, "logsumexp", [](T_ x) { return ferry::logsumexp(x, 1); },
+      [](const std::vector<long double>& x) {
+        long double s = 0;
+        for (long double v : x) s += std::exp(v);
+        return std::vector<long double>{std::log(s)};
+      });
+  row_runner(
+      m, "norm", [](T_ x) { return ferry::norm(x, 2.0, 1); },
+      [](const std::vector<long double>& x) {
+        long double s = 0;
+        for (long double v : x) s += v * v;
+        return std::vector<long double>{std::sqrt(s)};
+      });
+  // any / all along dim 1 on inputs_a (zeros in some rows, NaN counts as nonzero).
+  auto logic = [&](const char* n, bool is_any) {
+    m[n] = [=](R& r, DType d, bool ok) {
+      with_type(d, [&]<class T>() {
+        auto a = inputs_a<T>();
+        auto op = [&](T_ x) { return is_any ? ferry::any(x, 1) : ferry::all(x, 1); };
+        if (!ok) {
+          EXPECT_DTYPE_ERROR(op(make(r, a, Shape{4, 4})));
+          return;
+        }
+        std::vector<bool> want;
+        for (int g = 0; g < 4; ++g) {
+          bool acc = !is_any;
+          for (int j = 0; j < 4; ++j) {
+            const bool nz = [&] {
+              if constexpr (std::is_same_v<T, bool>)
+                return static_cast<bool>(a[static_cast<std::size_t>(g * 4 + j)]);
+              else
+                return ld(a[static_cast<std::size_t>(g * 4 + j)]) != 0.0L ||
+                       std::isnan(ld(a[static_cast<std::size_t>(g * 4 + j)]));
+            }();
+            acc = is_any ? (acc || nz) : (acc && nz);
+          }
+          want.push_back(acc);
+        }
+        CHECK(as_bools(read<bool>(op(make(r, a, Shape{4, 4})))) == want);
+      });
+    };
+  };
+  logic("any", true);
+  logic("all", false);
+  // max_abs: |x| in 128 bits for integers (|min| wraps back to min, as abs does).
+  m["max_abs"] = [](R& r, DType d, bool ok) {
+    with_type(d, [&]<class T>() {
+      auto a = inputs_b<T>();
+      if (!ok) {
+        EXPECT_DTYPE_ERROR(ferry::max_abs(make(r, a)));
+        return;
+      }
+      if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+        T best = wrap<T>(static_cast<i128>(a[0]) < 0 ? -static_cast<i128>(a[0]) : a[0]);
+        for (T v : a) {
+          const T av = wrap<T>(static_cast<i128>(v) < 0 ? -static_cast<i128>(v) : v);
+          best = std::max(best, av);
+        }
+        CHECK(read<T>(ferry::max_abs(make(r, a))) == std::vector<T>{best});
+      } else if constexpr (std::is_floating_point_v<T> || is_half<T>) {
+        long double best = 0;
+        for (T v : a) best = std::max(best, std::fabs(ld(v)));
+        T want;
+        if constexpr (is_half<T>)
+          want = T(static_cast<float>(best));  // exact: every input is a value of T
+        else
+          want = static_cast<T>(best);
+        CHECK(same(read<T>(ferry::max_abs(make(r, a)))[0], want));
+      }
+    });
+  };
+}

@@ -663,3 +663,5 @@ template <Backend B>
 
 // The composite ops (recorded whole, or as their decomposition) and the bitwise operators.
 #include "ferry/ops/composite.hpp"
+// softmax, logsumexp, any, all, max_abs, norm: decompositions into the ops above.
+#include "ferry/ops/reductions.hpp"

@@ -1,0 +1,175 @@
+// Ferry: softmax, log_softmax, softmin, logsumexp, any, all, max_abs and norm, as
+// decompositions into the primitive ops (so every backend has them). Included by ferry/ops.hpp.
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <utility>
+
+#include "ferry/ops.hpp"
+
+// Semantics are PyTorch's (torch.softmax, torch.logsumexp, torch.any, torch.linalg.vector_norm);
+// docs/math.md says how each is computed. f16 and bf16 are computed in f32 and rounded once at
+// the end, as torch's CPU kernels accumulate halves in float.
+namespace ferry {
+
+namespace detail {
+/// Checks `x` for a float-only op along `dim` and returns the normalised dim.
+template <Backend B>
+std::size_t float_dim_op(const char* op, const Tensor<B>& x, std::int64_t dim) {
+  (void)common_device(op, x);
+  want_kind(op, x.dtype(), {Kind::Float}, "float operands");
+  return x.shape().axis(dim, op);
+}
+/// x in the dtype its maths runs in: f32 for the 16-bit floats, else itself.
+template <Backend B>
+Tensor<B> widened(Tensor<B> x) {
+  const DType d = x.dtype();
+  return d == DType::f16 || d == DType::bf16 ? cast(std::move(x), DType::f32) : x;
+}
+template <Backend B>
+Tensor<B> narrowed(Tensor<B> y, DType to) {
+  return y.dtype() == to ? y : cast(std::move(y), to);
+}
+/// x - max(x, dim): the stable shift of softmax; every element <= 0 when the row is finite.
+template <Backend B>
+Tensor<B> shifted(const Tensor<B>& x, std::int64_t dim) {
+  return sub(x, max(x, dim, true));
+}
+}  // namespace detail
+
+/// torch.softmax(x, dim): exp(x - m) / sum(exp(x - m)) with m the row's max, so no exp
+/// overflows; a row of -inf but one finite value gives exactly 1 there and 0 elsewhere; a row
+/// of -inf only, or with +inf or NaN, gives NaN (as torch). An empty tensor gives itself.
+template <Backend B>
+[[nodiscard]] Tensor<B> softmax(Tensor<B> x, std::int64_t dim) {
+  const std::size_t d = detail::float_dim_op("softmax", x, dim);
+  if (x.numel() == 0) return x;
+  const DType dt = x.dtype();
+  auto e = exp(detail::shifted(detail::widened(std::move(x)), static_cast<std::int64_t>(d)));
+  auto s = sum(e, static_cast<std::int64_t>(d), true);
+  return detail::narrowed(div(std::move(e), std::move(s)), dt);
+}
+
+/// torch.log_softmax(x, dim): (x - m) - log(sum(exp(x - m))), without the log of a quotient.
+template <Backend B>
+[[nodiscard]] Tensor<B> log_softmax(Tensor<B> x, std::int64_t dim) {
+  const std::size_t d = detail::float_dim_op("log_softmax", x, dim);
+  if (x.numel() == 0) return x;
+  const DType dt = x.dtype();
+  const auto di = static_cast<std::int64_t>(d);
+  auto z = detail::shifted(detail::widened(std::move(x)), di);
+  auto l = log(sum(exp(z), di, true));
+  return detail::narrowed(sub(std::move(z), std::move(l)), dt);
+}
+
+/// torch.nn.functional.softmin(x, dim) = softmax(-x, dim).
+template <Backend B>
+[[nodiscard]] Tensor<B> softmin(Tensor<B> x, std::int64_t dim) {
+  (void)detail::float_dim_op("softmin", x, dim);
+  return softmax(neg(std::move(x)), dim);
+}
+
+/// torch.logsumexp(x, dim, keepdim): m + log(sum(exp(x - m))), with m the max clamped to the
+/// finite range so that a row of -inf gives -inf and one with +inf gives +inf (not NaN); NaN
+/// propagates. An empty dim gives -inf (log of an empty sum).
+template <Backend B>
+[[nodiscard]] Tensor<B> logsumexp(Tensor<B> x, std::int64_t dim, bool keepdim = false) {
+  const std::size_t d = detail::float_dim_op("logsumexp", x, dim);
+  const auto di = static_cast<std::int64_t>(d);
+  const DType dt = x.dtype();
+  if (x.shape()[d] == 0)  // log(0), in the reduced shape
+    return log(sum(std::move(x), di, keepdim));
+  Shape out = detail::reduced(x.shape(), d, keepdim);
+  auto w = detail::widened(std::move(x));
+  const double big = w.dtype() == DType::f64 ? std::numeric_limits<double>::max()
+                                             : std::numeric_limits<float>::max();
+  auto m = clamp(max(w, di, true), Scalar(-big), Scalar(big));
+  auto r = add(log(sum(exp(sub(std::move(w), m)), di, true)), m);
+  return detail::narrowed(reshape(std::move(r), std::move(out)), dt);
+}
+
+/// torch.any: true where some element is nonzero (NaN counts), over all elements or along
+/// `dim`; any dtype, bool result.
+template <Backend B>
+[[nodiscard]] Tensor<B> any(Tensor<B> x) {
+  (void)detail::common_device("any", x);
+  detail::not_quantized("any", x.dtype());
+  if (x.numel() == 0) return equal(sum(cast(std::move(x), DType::i64)), Scalar(1));  // false
+  return max(x.dtype() == DType::boolean ? x : not_equal(x, Scalar(0)));
+}
+template <Backend B>
+[[nodiscard]] Tensor<B> any(Tensor<B> x, std::int64_t dim, bool keepdim = false) {
+  (void)detail::common_device("any", x);
+  detail::not_quantized("any", x.dtype());
+  const auto d = x.shape().axis(dim, "any");
+  if (x.shape()[d] == 0)  // false in the reduced shape
+    return not_equal(sum(cast(std::move(x), DType::i64), dim, keepdim), Scalar(0));
+  return max(x.dtype() == DType::boolean ? x : not_equal(x, Scalar(0)), dim, keepdim);
+}
+/// torch.all: true where every element is nonzero; true over nothing.
+template <Backend B>
+[[nodiscard]] Tensor<B> all(Tensor<B> x) {
+  (void)detail::common_device("all", x);
+  detail::not_quantized("all", x.dtype());
+  if (x.numel() == 0) return equal(sum(cast(std::move(x), DType::i64)), Scalar(0));  // true
+  return min(x.dtype() == DType::boolean ? x : not_equal(x, Scalar(0)));
+}
+template <Backend B>
+[[nodiscard]] Tensor<B> all(Tensor<B> x, std::int64_t dim, bool keepdim = false) {
+  (void)detail::common_device("all", x);
+  detail::not_quantized("all", x.dtype());
+  const auto d = x.shape().axis(dim, "all");
+  if (x.shape()[d] == 0)  // true in the reduced shape
+    return equal(sum(cast(std::move(x), DType::i64), dim, keepdim), Scalar(0));
+  return min(x.dtype() == DType::boolean ? x : not_equal(x, Scalar(0)), dim, keepdim);
+}
+
+/// max(|x|) over all elements or along `dim` (burn's max_abs); float and int dtypes, NaN
+/// propagates.
+template <Backend B>
+[[nodiscard]] Tensor<B> max_abs(Tensor<B> x) {
+  return max(abs(std::move(x)));
+}
+template <Backend B>
+[[nodiscard]] Tensor<B> max_abs(Tensor<B> x, std::int64_t dim, bool keepdim = false) {
+  return max(abs(std::move(x)), dim, keepdim);
+}
+
+/// torch.linalg.vector_norm(x, ord, dim, keepdim) over all elements or along `dim`: ord inf is
+/// max |x|, -inf min |x|, 0 the count of nonzeros, 1 sum |x|, 2 sqrt(sum x^2), any other p
+/// (sum |x|^p)^(1/p). Float dtypes. The sums are not rescaled: as torch, a 2-norm of values
+/// past sqrt(max) overflows to inf.
+template <Backend B>
+[[nodiscard]] Tensor<B> norm(Tensor<B> x, double ord = 2.0, std::optional<std::int64_t> dim = {},
+                             bool keepdim = false) {
+  (void)detail::common_device("norm", x);
+  detail::want_kind("norm", x.dtype(), {Kind::Float}, "float operands");
+  if (std::isnan(ord))
+    detail::raise<ValueError>("value", "norm: ord must be a number or +-inf, got {}", ord);
+  if (dim) (void)x.shape().axis(*dim, "norm");
+  const DType dt = x.dtype();
+  auto reduce_sum = [&](Tensor<B> t) {
+    return dim ? sum(std::move(t), *dim, keepdim) : sum(std::move(t));
+  };
+  auto a = abs(detail::widened(std::move(x)));
+  const DType wd = a.dtype();
+  auto r = [&]() -> Tensor<B> {
+    if (std::isinf(ord))
+      return ord > 0 ? (dim ? max(std::move(a), *dim, keepdim) : max(std::move(a)))
+                     : (dim ? min(std::move(a), *dim, keepdim) : min(std::move(a)));
+    if (ord == 0) return reduce_sum(cast(not_equal(std::move(a), Scalar(0.0)), wd));
+    if (ord == 1) return reduce_sum(std::move(a));
+    if (ord == 2) {
+      auto sq = mul(a, a);
+      return sqrt(reduce_sum(std::move(sq)));
+    }
+    return pow(reduce_sum(pow(std::move(a), Scalar(ord))), Scalar(1.0 / ord));
+  }();
+  return detail::narrowed(std::move(r), dt);
+}
+
+}  // namespace ferry
