@@ -413,6 +413,71 @@ void extra_runners(std::map<std::string, Runner>& m) {
       },
       [](std::size_t i, std::size_t&) { return i % 16; }, 32);
 
+  // The compositions of ferry/ops/layout.hpp, on the [4, 4] view of a.
+  layout(
+      "squeeze",
+      [](T_ a, T_) {
+        return ferry::squeeze(ferry::reshape(a, Shape{1, 16, 1}));
+      },
+      [](std::size_t i, std::size_t&) { return i; }, 16);
+  layout(
+      "unsqueeze", [](T_ a, T_) { return ferry::unsqueeze(a, 1); },
+      [](std::size_t i, std::size_t&) { return i; }, 16);
+  layout(
+      "flatten", [](T_ a, T_) { return ferry::flatten(a); },
+      [](std::size_t i, std::size_t&) { return i; }, 16);
+  layout(
+      "narrow", [](T_ a, T_) { return ferry::narrow(a, 0, 1, 2); },
+      [](std::size_t i, std::size_t&) { return 4 + i; }, 8);
+  layout(
+      "split", [](T_ a, T_) { return ferry::split(a, 3, 0)[1]; },
+      [](std::size_t i, std::size_t&) { return 12 + i; }, 4);
+  layout(
+      "chunk", [](T_ a, T_) { return ferry::chunk(a, 2, 1)[1]; },
+      [](std::size_t i, std::size_t&) { return (i / 2) * 4 + 2 + i % 2; }, 8);
+  layout(  // replicate: column 0 once more on the left
+      "pad",
+      [](T_ a, T_) {
+        return ferry::pad(a, {1, 0}, PadMode::replicate);
+      },
+      [](std::size_t i, std::size_t&) { return (i / 5) * 4 + (i % 5 == 0 ? 0 : i % 5 - 1); }, 20);
+  // triu / tril keep a or give T(0); mask_fill gives b[0]'s value, mask_where b's elements,
+  // where the mask (column 1 and 3) is true.
+  auto band = [&](const char* n, bool upper) {
+    m[n] = [=](R& r, DType d, bool) {
+      with_type(d, [&]<class T>() {
+        auto a = inputs_a<T>();
+        std::vector<T> want;
+        for (std::size_t i = 0; i < 16; ++i) {
+          const auto row = static_cast<long>(i / 4), col = static_cast<long>(i % 4);
+          want.push_back((upper ? col - row >= 1 : col - row <= -1) ? a[i] : T(0));
+        }
+        const T_ x = make(r, a, Shape{4, 4});
+        check_all(read<T>(upper ? ferry::triu(x, 1) : ferry::tril(x, -1)), want);
+      });
+    };
+  };
+  band("triu", true);
+  band("tril", false);
+  auto masked = [&](const char* n, bool fill) {
+    m[n] = [=](R& r, DType d, bool) {
+      with_type(d, [&]<class T>() {
+        auto a = inputs_a<T>(), b = inputs_b<T>();
+        const T_ mask = r.from_vector(std::vector<bool>{false, true, false, true}, Shape{4}, D0);
+        std::vector<T> want;
+        for (std::size_t i = 0; i < 16; ++i)
+          want.push_back(i % 2 == 1 ? (fill ? b[0] : b[i]) : a[i]);
+        const T_ x = make(r, a, Shape{4, 4});
+        if (fill)
+          check_all(read<T>(ferry::mask_fill(x, mask, Scalar(static_cast<T>(b[0])))), want);
+        else
+          check_all(read<T>(ferry::mask_where(x, mask, make(r, b, Shape{4, 4}))), want);
+      });
+    };
+  };
+  masked("mask_fill", true);
+  masked("mask_where", false);
+
   // Indexing: gather(x, 1, [[0, 3], [1, 1], [2, 0], [3, 2]]) and index_select(x, 0, [2, 0]).
   const std::vector<int> gi{0, 3, 1, 1, 2, 0, 3, 2};
   auto gather_want = [gi](std::size_t i) { return (i / 2) * 4 + static_cast<std::size_t>(gi[i]); };

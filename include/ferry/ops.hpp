@@ -665,3 +665,5 @@ template <Backend B>
 #include "ferry/ops/composite.hpp"
 // softmax, logsumexp, any, all, max_abs, norm: decompositions into the ops above.
 #include "ferry/ops/reductions.hpp"
+// squeeze, unsqueeze, flatten, narrow, split, chunk, triu, tril, mask_fill, mask_where, pad.
+#include "ferry/ops/layout.hpp"
