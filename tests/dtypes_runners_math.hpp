@@ -297,3 +297,86 @@ void reduction_runners(std::map<std::string, Runner>& m) {
     });
   };
 }
+
+/// cumsum / cumprod / cummax / cummin along dim 1 of a [4, 4] view: integers in 128 bits wrapped
+/// to i64 (u64 for u64; bool sums as i64), floats in long double (cumprod of inputs_b grows to
+/// 1e5: within 4 ulps), halves as the f32 scan rounded once by Eigen.
+void scan_runners(std::map<std::string, Runner>& m) {
+  auto scan = [&](const char* n, int kind) {  // 0 sum, 1 prod, 2 max, 3 min
+    m[n] = [=](R& r, DType d, bool ok) {
+      with_type(d, [&]<class T>() {
+        auto a = inputs_b<T>();
+        auto op = [&](T_ x) {
+          return kind == 0   ? ferry::cumsum(x, 1)
+                 : kind == 1 ? ferry::cumprod(x, 1)
+                 : kind == 2 ? ferry::cummax(x, 1)
+                             : ferry::cummin(x, 1);
+        };
+        if (!ok) {
+          EXPECT_DTYPE_ERROR(op(make(r, a, Shape{4, 4})));
+          return;
+        }
+        const T_ got = op(make(r, a, Shape{4, 4}));
+        if constexpr (std::is_integral_v<T>) {  // bool and the integers
+          using A = std::conditional_t<std::is_same_v<T, std::uint64_t>, std::uint64_t,
+                                       std::int64_t>;  // what the sums and products run in
+          std::vector<std::int64_t> w64;
+          std::vector<std::uint64_t> wu;
+          std::vector<T> wt;
+          for (int g = 0; g < 4; ++g) {
+            i128 acc = 0;
+            for (int j = 0; j < 4; ++j) {
+              const i128 v = static_cast<i128>(a[static_cast<std::size_t>(g * 4 + j)]);
+              if (j == 0)
+                acc = v;
+              else if (kind == 0)
+                acc = static_cast<i128>(wrap<A>(acc + v));
+              else if (kind == 1)
+                acc = static_cast<i128>(
+                    wrap<A>(static_cast<i128>(static_cast<u128>(acc) * static_cast<u128>(v))));
+              else if (kind == 2)
+                acc = std::max(acc, v);
+              else
+                acc = std::min(acc, v);
+              if (kind >= 2)
+                wt.push_back(static_cast<T>(acc));
+              else if constexpr (std::is_same_v<A, std::uint64_t>)
+                wu.push_back(wrap<std::uint64_t>(acc));
+              else
+                w64.push_back(wrap<std::int64_t>(acc));
+            }
+          }
+          if (kind >= 2)
+            check_all(read<T>(got), wt);
+          else if constexpr (std::is_same_v<A, std::uint64_t>)
+            check_all(read<std::uint64_t>(got), wu);
+          else
+            check_all(read<std::int64_t>(got), w64);
+        } else {
+          std::vector<T> want;
+          if constexpr (is_half<T>) {
+            want = half_expect<T>(r, {a}, Shape{4, 4}, [&](std::vector<T_> t) { return op(t[0]); });
+          } else {
+            for (int g = 0; g < 4; ++g) {
+              long double acc = 0;
+              for (int j = 0; j < 4; ++j) {
+                const long double v = ld(a[static_cast<std::size_t>(g * 4 + j)]);
+                acc = j == 0      ? v
+                      : kind == 0 ? acc + v
+                      : kind == 1 ? acc * v
+                      : kind == 2 ? std::max(acc, v)
+                                  : std::min(acc, v);
+                want.push_back(static_cast<T>(acc));
+              }
+            }
+          }
+          check_all(read<T>(got), want, 4);
+        }
+      });
+    };
+  };
+  scan("cumsum", 0);
+  scan("cumprod", 1);
+  scan("cummax", 2);
+  scan("cummin", 3);
+}

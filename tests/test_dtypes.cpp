@@ -429,6 +429,7 @@ TEST_CASE("every op of the dtype table runs on every dtype as the table says") {
   extra_runners(run);
   math_runners(run);
   reduction_runners(run);
+  scan_runners(run);
   std::set<std::string> seen;
   R r(EigenCpu(2));
   for (const Row& row : table) {

@@ -129,6 +129,13 @@ TEST_CASE("every op on empty dims: right shapes, and every written element right
   same<std::int64_t>(sum(cast(e03, DType::i32), 0), {3}, {0, 0, 0});  // i64, as torch
   ran({"Reduce"});
 
+  // Scans of nothing: empty, along the empty dim or beside it; integers as i64.
+  same<float>(cumsum(e03, 0), {0, 3}, {});
+  same<float>(cummax(e03, 1), {0, 3}, {});
+  same<float>(cumprod(r.zeros({2, 3, 0}, DType::f32, D0), 1), {2, 3, 0}, {});
+  same<std::int64_t>(cumsum(cast(e03, DType::i32), 1), {0, 3}, {});
+  ran({"Scan"});
+
   // matmul with K == 0 is all zeros (each output is an empty sum); with M or N 0, empty.
   same<float>(matmul(make(r, std::vector<float>{}, {2, 0}), make(r, std::vector<float>{}, {0, 3})),
               {2, 3}, std::vector<float>(6, 0.0f));

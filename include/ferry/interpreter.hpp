@@ -352,6 +352,19 @@ class Interpreter {
       }
     });
   }
+  void run(op::Scan& o) {
+    detail::with_plain_kind(o.in.dtype, [&]<Kind K>(std::integral_constant<Kind, K>) {
+      auto x = take<K>(o.in, name(o.kind));
+      switch (o.kind) {
+#define FERRY_DETAIL_CASE(n)                                       \
+  case ScanKind::n:                                                \
+    put<K>(o.out, FERRY_KERNEL(H<K>, b_, n, std::move(x), o.dim)); \
+    break;
+        FERRY_SCAN_KINDS(FERRY_DETAIL_CASE)
+#undef FERRY_DETAIL_CASE
+      }
+    });
+  }
   void run(op::Matmul& o) {
     detail::with_plain_kind(o.lhs.dtype, [&]<Kind K>(std::integral_constant<Kind, K>) {
       auto x = take<K>(o.lhs, "matmul");

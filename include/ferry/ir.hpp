@@ -68,6 +68,8 @@ struct TensorRef {
 #define FERRY_LOGICAL_KINDS(X) X(logical_and) X(logical_or)
 #define FERRY_LOGICAL_COMPOSITE_KINDS(X) X(logical_xor)
 #define FERRY_REDUCE_KINDS(X) X(sum) X(prod) X(mean) X(max) X(min) X(argmax) X(argmin)
+/// Inclusive scans along one dim (the kernel: `b.cumsum(x, dim)`).
+#define FERRY_SCAN_KINDS(X) X(cumsum) X(cumprod) X(cummax) X(cummin)
 // clang-format on
 
 #define FERRY_DETAIL_ENUM(n) n,
@@ -82,6 +84,7 @@ enum class BinaryKind : std::uint8_t {
           FERRY_LOGICAL_COMPOSITE_KINDS(FERRY_DETAIL_ENUM)
 };
 enum class ReduceKind : std::uint8_t { FERRY_REDUCE_KINDS(FERRY_DETAIL_ENUM) };
+enum class ScanKind : std::uint8_t { FERRY_SCAN_KINDS(FERRY_DETAIL_ENUM) };
 
 [[nodiscard]] inline const char* name(UnaryKind k) noexcept {
   static constexpr const char* n[] = {FERRY_UNARY_KINDS(FERRY_DETAIL_NAME)
@@ -98,6 +101,10 @@ enum class ReduceKind : std::uint8_t { FERRY_REDUCE_KINDS(FERRY_DETAIL_ENUM) };
 }
 [[nodiscard]] inline const char* name(ReduceKind k) noexcept {
   static constexpr const char* n[] = {FERRY_REDUCE_KINDS(FERRY_DETAIL_NAME)};
+  return n[static_cast<std::size_t>(k)];
+}
+[[nodiscard]] inline const char* name(ScanKind k) noexcept {
+  static constexpr const char* n[] = {FERRY_SCAN_KINDS(FERRY_DETAIL_NAME)};
   return n[static_cast<std::size_t>(k)];
 }
 [[nodiscard]] constexpr bool is_comparison(BinaryKind k) noexcept {
@@ -173,6 +180,12 @@ struct Reduce {
   TensorRef in;
   std::optional<std::size_t> dim;
   bool keepdim = false;
+  TensorRef out;
+};
+struct Scan {
+  ScanKind kind;
+  TensorRef in;
+  std::size_t dim = 0;
   TensorRef out;
 };
 struct Matmul {
@@ -310,7 +323,7 @@ struct Drop {
 
 using Op =
     std::variant<op::FromData, op::Full, op::Arange, op::Random, op::Unary, op::Binary,
-                 op::BinaryScalar, op::Clamp, op::Where, op::Cast, op::Reduce, op::Matmul,
+                 op::BinaryScalar, op::Clamp, op::Where, op::Cast, op::Reduce, op::Scan, op::Matmul,
                  op::Reshape, op::Permute, op::Flip, op::Expand, op::Slice, op::SliceAssign,
                  op::Cat, op::Gather, op::IndexSelect, op::Repeat, op::Quantize,
                  op::QuantizeDynamic, op::Dequantize, op::QFromParts, op::QReshape, op::QPermute,
@@ -321,10 +334,10 @@ using Op =
 // clang-format off
 #define FERRY_OP_TYPES(X)                                                                        \
   X(FromData) X(Full) X(Arange) X(Random) X(Unary) X(Binary) X(BinaryScalar) X(Clamp) X(Where) \
-  X(Cast) X(Reduce) X(Matmul) X(Reshape) X(Permute) X(Flip) X(Expand) X(Slice) X(SliceAssign)  \
-  X(Cat) X(Gather) X(IndexSelect) X(Repeat) X(Quantize) X(QuantizeDynamic) X(Dequantize)       \
-  X(QFromParts) X(QReshape) X(QPermute) X(QFlip) X(QSlice) X(QMatmul) X(Read) X(ToDevice)      \
-  X(Drop)
+  X(Cast) X(Reduce) X(Scan) X(Matmul) X(Reshape) X(Permute) X(Flip) X(Expand) X(Slice)         \
+  X(SliceAssign) X(Cat) X(Gather) X(IndexSelect) X(Repeat) X(Quantize) X(QuantizeDynamic)      \
+  X(Dequantize) X(QFromParts) X(QReshape) X(QPermute) X(QFlip) X(QSlice) X(QMatmul) X(Read)    \
+  X(ToDevice) X(Drop)
 // clang-format on
 namespace detail {
 template <class V>

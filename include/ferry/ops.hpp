@@ -173,6 +173,26 @@ Tensor<B> reduce(ReduceKind k, Tensor<B> x, std::optional<std::int64_t> dim, boo
                                : x.dtype())};
   return emit(TA<B>::core(x, op), dev, std::move(o), x);
 }
+
+/// Inclusive scan `k` along `dim`. cumsum and cumprod of integers run in i64 (u64 for u64) and
+/// of bool as i64, as torch.cumsum; cummax and cummin keep the dtype (not bool).
+template <Backend B>
+Tensor<B> scan(ScanKind k, Tensor<B> x, std::int64_t dim) {
+  const char* op = name(k);
+  const auto dev = common_device(op, x);
+  const bool accumulates = k == ScanKind::cumsum || k == ScanKind::cumprod;
+  if (accumulates)
+    want_kind(op, x.dtype(), {Kind::Float, Kind::Int, Kind::Bool}, "float, int or bool operands");
+  else
+    want_kind(op, x.dtype(), {Kind::Float, Kind::Int}, "float or int operands");
+  const std::size_t d = x.shape().axis(dim, op);
+  if (accumulates && kind_of(x.dtype()) != Kind::Float) {
+    const DType to = x.dtype() == DType::boolean ? DType::i64 : accumulate_dtype(x.dtype());
+    if (to != x.dtype()) x = cast(std::move(x), to);
+  }
+  op::Scan o{k, TA<B>::ref(x), d, out_ref(x, x.shape(), x.dtype())};
+  return emit(TA<B>::core(x, op), dev, std::move(o), x);
+}
 }  // namespace detail
 
 // ---- elementwise ---------------------------------------------------------------------------
@@ -255,6 +275,17 @@ template <Backend B>
   }
 FERRY_REDUCE_KINDS(FERRY_DETAIL_REDUCE_FN)
 #undef FERRY_DETAIL_REDUCE_FN
+
+// ---- scans -----------------------------------------------------------------------------------
+/// torch.cumsum / cumprod / cummax / cummin (values) along `dim`: element i holds the sum,
+/// product, max or min of elements 0..i. cummax and cummin propagate NaN from its position on.
+#define FERRY_DETAIL_SCAN_FN(n)                              \
+  template <Backend B>                                       \
+  [[nodiscard]] Tensor<B> n(Tensor<B> x, std::int64_t dim) { \
+    return detail::scan(ScanKind::n, std::move(x), dim);     \
+  }
+FERRY_SCAN_KINDS(FERRY_DETAIL_SCAN_FN)
+#undef FERRY_DETAIL_SCAN_FN
 
 // ---- matmul -----------------------------------------------------------------------------------
 /// a [..., M, K] x b [..., K, N] with broadcast batch dims. With a quantized `b` ([K, N]) it

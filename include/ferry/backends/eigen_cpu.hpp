@@ -226,6 +226,11 @@ class EigenCpu {
   CpuTensor min(CpuTensor a, std::optional<std::size_t> dim, bool keepdim) const;
   CpuTensor argmax(CpuTensor a, std::optional<std::size_t> dim, bool keepdim) const;
   CpuTensor argmin(CpuTensor a, std::optional<std::size_t> dim, bool keepdim) const;
+  // inclusive scans along a dim (impl/scan.hpp)
+  CpuTensor cumsum(CpuTensor a, std::size_t dim) const;
+  CpuTensor cumprod(CpuTensor a, std::size_t dim) const;
+  CpuTensor cummax(CpuTensor a, std::size_t dim) const;
+  CpuTensor cummin(CpuTensor a, std::size_t dim) const;
   CpuTensor matmul(CpuTensor a, CpuTensor b) const;
 
   // ---- layout (impl/layout.hpp) ----------------------------------------------------------------
