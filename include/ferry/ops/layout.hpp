@@ -181,23 +181,26 @@ Tensor<B> tri_mask(const Tensor<B>& x, const char* op, std::int64_t diagonal, bo
 }
 }  // namespace detail
 
+namespace detail {
+template <Backend B>
+Tensor<B> band(const char* op, Tensor<B> x, std::int64_t diagonal, bool upper) {
+  (void)common_device(op, x);
+  not_quantized(op, x.dtype());
+  auto mask = tri_mask(x, op, diagonal, upper);
+  auto zero = full_on(x, op, Shape{}, Scalar(0), x.dtype());
+  return where(std::move(mask), std::move(x), std::move(zero));
+}
+}  // namespace detail
+
 /// torch.triu: the elements on and above diagonal `diagonal` of the last two dims; 0 elsewhere.
 template <Backend B>
 [[nodiscard]] Tensor<B> triu(Tensor<B> x, std::int64_t diagonal = 0) {
-  (void)detail::common_device("triu", x);
-  detail::not_quantized("triu", x.dtype());
-  auto mask = detail::tri_mask(x, "triu", diagonal, true);
-  auto zero = detail::full_on(x, "triu", Shape{}, Scalar(0), x.dtype());
-  return where(std::move(mask), std::move(x), std::move(zero));
+  return detail::band("triu", std::move(x), diagonal, true);
 }
 /// torch.tril: the elements on and below diagonal `diagonal` of the last two dims; 0 elsewhere.
 template <Backend B>
 [[nodiscard]] Tensor<B> tril(Tensor<B> x, std::int64_t diagonal = 0) {
-  (void)detail::common_device("tril", x);
-  detail::not_quantized("tril", x.dtype());
-  auto mask = detail::tri_mask(x, "tril", diagonal, false);
-  auto zero = detail::full_on(x, "tril", Shape{}, Scalar(0), x.dtype());
-  return where(std::move(mask), std::move(x), std::move(zero));
+  return detail::band("tril", std::move(x), diagonal, false);
 }
 
 /// torch.Tensor.masked_fill: `value` where `mask` (bool, broadcast to x) is true, else x. The

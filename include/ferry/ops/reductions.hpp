@@ -92,40 +92,43 @@ template <Backend B>
   return detail::narrowed(reshape(std::move(r), std::move(out)), dt);
 }
 
+namespace detail {
+/// any (max of x != 0, false over nothing) or all (min, true over nothing), whole or along dim.
+template <Backend B>
+Tensor<B> any_all(const char* op, Tensor<B> x, std::optional<std::int64_t> dim, bool keepdim,
+                  bool is_any) {
+  (void)common_device(op, x);
+  not_quantized(op, x.dtype());
+  const bool empty = dim ? x.shape()[x.shape().axis(*dim, op)] == 0 : x.numel() == 0;
+  if (empty) {  // the count of elements (0) compared with 0: false for any, true for all
+    auto n = dim ? sum(cast(std::move(x), DType::i64), *dim, keepdim)
+                 : sum(cast(std::move(x), DType::i64));
+    return is_any ? not_equal(std::move(n), Scalar(0)) : equal(std::move(n), Scalar(0));
+  }
+  auto nz = x.dtype() == DType::boolean ? std::move(x) : not_equal(std::move(x), Scalar(0));
+  if (!dim) return is_any ? max(std::move(nz)) : min(std::move(nz));
+  return is_any ? max(std::move(nz), *dim, keepdim) : min(std::move(nz), *dim, keepdim);
+}
+}  // namespace detail
+
 /// torch.any: true where some element is nonzero (NaN counts), over all elements or along
-/// `dim`; any dtype, bool result.
+/// `dim`; any dtype, bool result; false over nothing.
 template <Backend B>
 [[nodiscard]] Tensor<B> any(Tensor<B> x) {
-  (void)detail::common_device("any", x);
-  detail::not_quantized("any", x.dtype());
-  if (x.numel() == 0) return equal(sum(cast(std::move(x), DType::i64)), Scalar(1));  // false
-  return max(x.dtype() == DType::boolean ? x : not_equal(x, Scalar(0)));
+  return detail::any_all("any", std::move(x), std::nullopt, false, true);
 }
 template <Backend B>
 [[nodiscard]] Tensor<B> any(Tensor<B> x, std::int64_t dim, bool keepdim = false) {
-  (void)detail::common_device("any", x);
-  detail::not_quantized("any", x.dtype());
-  const auto d = x.shape().axis(dim, "any");
-  if (x.shape()[d] == 0)  // false in the reduced shape
-    return not_equal(sum(cast(std::move(x), DType::i64), dim, keepdim), Scalar(0));
-  return max(x.dtype() == DType::boolean ? x : not_equal(x, Scalar(0)), dim, keepdim);
+  return detail::any_all("any", std::move(x), dim, keepdim, true);
 }
 /// torch.all: true where every element is nonzero; true over nothing.
 template <Backend B>
 [[nodiscard]] Tensor<B> all(Tensor<B> x) {
-  (void)detail::common_device("all", x);
-  detail::not_quantized("all", x.dtype());
-  if (x.numel() == 0) return equal(sum(cast(std::move(x), DType::i64)), Scalar(0));  // true
-  return min(x.dtype() == DType::boolean ? x : not_equal(x, Scalar(0)));
+  return detail::any_all("all", std::move(x), std::nullopt, false, false);
 }
 template <Backend B>
 [[nodiscard]] Tensor<B> all(Tensor<B> x, std::int64_t dim, bool keepdim = false) {
-  (void)detail::common_device("all", x);
-  detail::not_quantized("all", x.dtype());
-  const auto d = x.shape().axis(dim, "all");
-  if (x.shape()[d] == 0)  // true in the reduced shape
-    return equal(sum(cast(std::move(x), DType::i64), dim, keepdim), Scalar(0));
-  return min(x.dtype() == DType::boolean ? x : not_equal(x, Scalar(0)), dim, keepdim);
+  return detail::any_all("all", std::move(x), dim, keepdim, false);
 }
 
 /// max(|x|) over all elements or along `dim` (burn's max_abs); float and int dtypes, NaN

@@ -71,6 +71,23 @@ constexpr BinOp fold_op(RedOp op) noexcept {
   }
 }
 
+/// Calls f(r, c0, len) for every outer row r and chunk [c0, c0 + len) of up to 4096 inner
+/// columns, in parallel: how reductions and scans along a strided dim fold whole rows of inner
+/// elements at once, vectorised, with enough tasks for every core.
+template <class F>
+void for_inner_chunks(const ReduceGeom& g, F&& f) {
+  constexpr std::int64_t kCols = 4096;
+  const std::int64_t chunks = (g.inner + kCols - 1) / kCols;
+  const std::int64_t work = g.n * std::min(g.inner, kCols);
+  parallel_for(0, g.outer * chunks, std::max<std::int64_t>(1, kGrain / work),
+               [&](std::int64_t lo, std::int64_t hi) {
+                 for (std::int64_t t = lo; t < hi; ++t) {
+                   const std::int64_t c0 = (t % chunks) * kCols;
+                   f(t / chunks, c0, std::min(kCols, g.inner - c0));
+                 }
+               });
+}
+
 /// Elements one task of a long contiguous reduction folds before its partial is combined.
 /// Fixed, so the result does not depend on the number of threads.
 inline constexpr std::int64_t kReduceBlock = std::int64_t{1} << 16;
@@ -172,23 +189,14 @@ CpuTensor reduce(const AccountsPtr& acc, CpuTensor a, std::optional<std::size_t>
         return;
       }
       // Strided: fold whole rows of `inner` elements into the output row, vectorised.
-      constexpr std::int64_t kCols = 4096;
-      const std::int64_t chunks = (g.inner + kCols - 1) / kCols;
-      const std::int64_t work = g.n * std::min(g.inner, kCols);
-      parallel_for(0, g.outer * chunks, std::max<std::int64_t>(1, kGrain / work),
-                   [&](std::int64_t lo, std::int64_t hi) {
-                     for (std::int64_t t = lo; t < hi; ++t) {
-                       const std::int64_t r = t / chunks, c0 = (t % chunks) * kCols;
-                       const std::int64_t len = std::min(kCols, g.inner - c0);
-                       const T* in = p + r * g.n * g.inner + c0;
-                       ArrMap<T> acc_row(o + r * g.inner + c0, len);
-                       acc_row = ConstArrMap<T>(in, len);
-                       for (std::int64_t j = 1; j < g.n; ++j)
-                         acc_row = binary_expr<fold_op(op), T>(
-                             acc_row, ConstArrMap<T>(in + j * g.inner, len));
-                       if constexpr (op == RedOp::mean) acc_row /= static_cast<T>(g.n);
-                     }
-                   });
+      for_inner_chunks(g, [&](std::int64_t r, std::int64_t c0, std::int64_t len) {
+        const T* in = p + r * g.n * g.inner + c0;
+        ArrMap<T> acc_row(o + r * g.inner + c0, len);
+        acc_row = ConstArrMap<T>(in, len);
+        for (std::int64_t j = 1; j < g.n; ++j)
+          acc_row = binary_expr<fold_op(op), T>(acc_row, ConstArrMap<T>(in + j * g.inner, len));
+        if constexpr (op == RedOp::mean) acc_row /= static_cast<T>(g.n);
+      });
     }
   });
   return out;

@@ -58,23 +58,15 @@ CpuTensor scan(const AccountsPtr& acc, CpuTensor a, std::size_t dim, const char*
                      });
         return;
       }
-      constexpr std::int64_t kCols = 4096;
-      const std::int64_t chunks = (g.inner + kCols - 1) / kCols;
-      const std::int64_t work = g.n * std::min(g.inner, kCols);
-      parallel_for(0, g.outer * chunks, std::max<std::int64_t>(1, kGrain / work),
-                   [&](std::int64_t lo, std::int64_t hi) {
-                     for (std::int64_t t = lo; t < hi; ++t) {
-                       const std::int64_t r = t / chunks, c0 = (t % chunks) * kCols;
-                       const std::int64_t len = std::min(kCols, g.inner - c0);
-                       const std::int64_t base = r * g.n * g.inner + c0;
-                       if (o != p) std::copy(p + base, p + base + len, o + base);
-                       for (std::int64_t j = 1; j < g.n; ++j) {
-                         const std::int64_t at = base + j * g.inner;
-                         ArrMap<T>(o + at, len) = binary_expr<f, T>(
-                             ConstArrMap<T>(o + at - g.inner, len), ConstArrMap<T>(p + at, len));
-                       }
-                     }
-                   });
+      for_inner_chunks(g, [&](std::int64_t r, std::int64_t c0, std::int64_t len) {
+        const std::int64_t base = r * g.n * g.inner + c0;
+        if (o != p) std::copy(p + base, p + base + len, o + base);
+        for (std::int64_t j = 1; j < g.n; ++j) {
+          const std::int64_t at = base + j * g.inner;
+          ArrMap<T>(o + at, len) =
+              binary_expr<f, T>(ConstArrMap<T>(o + at - g.inner, len), ConstArrMap<T>(p + at, len));
+        }
+      });
     }
   });
   return out;
