@@ -189,3 +189,35 @@ TEST_CASE("norm: L1, L2, Lp, max, min and zero norms, whole or along a dim; max_
   REQUIRE_THROWS_MATCHES(log_softmax(t, 2), IndexError, Says("log_softmax"));
   REQUIRE_THROWS_MATCHES(logsumexp(t, -3), IndexError, Says("logsumexp"));
 }
+
+TEST_CASE("argmax/argmin with Ties::last, and max/min_dim_with_indices") {
+  const auto mode = GENERATE(Execution::Async, Execution::Inline);
+  R r(EigenCpu(1), {.execution = mode});
+  // Rows: ties at 0 and 2; a NaN at 1 and 3; all equal.
+  const auto t =
+      r.from_vector(std::vector<double>{5, 1, 5, 2, 0, qnan, 3, qnan, 7, 7, 7, 7}, Shape{3, 4}, D0);
+  auto ints = [](const Tensor<EigenCpu>& x) { return x.to_data().to_vector<std::int64_t>(); };
+  CHECK(ints(argmax(t, 1, false, Ties::first)) == std::vector<std::int64_t>{0, 1, 0});
+  CHECK(ints(argmax(t, 1, false, Ties::last)) == std::vector<std::int64_t>{2, 3, 3});
+  CHECK(ints(argmin(t, 1, false, Ties::last)) == std::vector<std::int64_t>{1, 3, 3});
+  CHECK(argmin(t, -1, true, Ties::last).shape() == Shape{3, 1});
+  CHECK(ints(argmin(t, 0, false, Ties::last)) ==
+        std::vector<std::int64_t>{1, 1, 1, 1});  // NaN wins
+  const auto i = r.from_vector(std::vector<std::int32_t>{4, 9, 9, 4, 1, 9}, Shape{6}, D0);
+  CHECK(ints(argmax(i, Ties::first)) == std::vector<std::int64_t>{1});
+  CHECK(ints(argmax(i, Ties::last)) == std::vector<std::int64_t>{5});
+  CHECK(ints(argmin(i, Ties::last)) == std::vector<std::int64_t>{4});
+  CHECK(ints(argmax(r.from_vector(std::vector<std::int32_t>{1, 2, 2, 0}, Shape{2, 2}, D0),
+                    Ties::last)) == std::vector<std::int64_t>{2});  // flat index
+  REQUIRE_THROWS_MATCHES(argmax(r.zeros(Shape{0}, DType::f32, D0), Ties::last), ValueError,
+                         Says("argmax"));
+  const auto [v, ix] = max_dim_with_indices(t, 1);
+  const auto vals = values(v);
+  CHECK((vals[0] == 5 && std::isnan(vals[1]) && vals[2] == 7));
+  CHECK(ints(ix) == std::vector<std::int64_t>{0, 1, 0});
+  const auto [mv, mi] = min_dim_with_indices(i, 0, true);
+  CHECK(mv.to_data().to_vector<std::int32_t>() == std::vector<std::int32_t>{1});
+  CHECK(mv.dtype() == DType::i32);
+  CHECK(ints(mi) == std::vector<std::int64_t>{4});
+  CHECK(mi.shape() == Shape{1});
+}

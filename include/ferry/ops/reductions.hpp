@@ -1,5 +1,6 @@
-// Ferry: softmax, log_softmax, softmin, logsumexp, any, all, max_abs and norm, as
-// decompositions into the primitive ops (so every backend has them). Included by ferry/ops.hpp.
+// Ferry: softmax, log_softmax, softmin, logsumexp, any, all, argmax/argmin with Ties::last,
+// max/min_dim_with_indices, max_abs and norm, as decompositions into the primitive ops (so every
+// backend has them). Included by ferry/ops.hpp.
 // SPDX-License-Identifier: MIT
 #pragma once
 
@@ -129,6 +130,71 @@ template <Backend B>
 template <Backend B>
 [[nodiscard]] Tensor<B> all(Tensor<B> x, std::int64_t dim, bool keepdim = false) {
   return detail::any_all("all", std::move(x), dim, keepdim, false);
+}
+
+/// Which index argmax and argmin give among equal extremes: the first (torch's) or the last.
+enum class Ties { first, last };
+
+namespace detail {
+/// argmax/argmin with Ties::last: (n - 1) minus the index found in x flipped along the dim, so
+/// the last of equal extremes (and the last NaN) wins.
+template <Backend B>
+Tensor<B> arg_last(ReduceKind k, Tensor<B> x, std::optional<std::int64_t> dim, bool keepdim) {
+  const char* op = name(k);
+  (void)common_device(op, x);
+  if (!dim) {  // over the flattened tensor
+    const std::int64_t n = x.numel();
+    auto flat = flip(reshape(std::move(x), Shape{n}), {0});
+    return add(neg(reduce(k, std::move(flat), std::nullopt, false)), Scalar(n - 1));
+  }
+  const std::size_t d = x.shape().axis(*dim, op);
+  const std::int64_t n = x.shape()[d];
+  auto flipped = flip(std::move(x), {static_cast<std::int64_t>(d)});
+  auto i = reduce(k, std::move(flipped), static_cast<std::int64_t>(d), keepdim);
+  return add(neg(std::move(i)), Scalar(n - 1));
+}
+}  // namespace detail
+
+/// argmax / argmin choosing among ties: Ties::first is the plain argmax (torch), Ties::last the
+/// last index of the extreme (of the last NaN, where there are NaNs).
+template <Backend B>
+[[nodiscard]] Tensor<B> argmax(Tensor<B> x, Ties ties) {
+  if (ties == Ties::first) return argmax(std::move(x));
+  return detail::arg_last(ReduceKind::argmax, std::move(x), std::nullopt, false);
+}
+template <Backend B>
+[[nodiscard]] Tensor<B> argmax(Tensor<B> x, std::int64_t dim, bool keepdim, Ties ties) {
+  if (ties == Ties::first) return argmax(std::move(x), dim, keepdim);
+  return detail::arg_last(ReduceKind::argmax, std::move(x), dim, keepdim);
+}
+template <Backend B>
+[[nodiscard]] Tensor<B> argmin(Tensor<B> x, Ties ties) {
+  if (ties == Ties::first) return argmin(std::move(x));
+  return detail::arg_last(ReduceKind::argmin, std::move(x), std::nullopt, false);
+}
+template <Backend B>
+[[nodiscard]] Tensor<B> argmin(Tensor<B> x, std::int64_t dim, bool keepdim, Ties ties) {
+  if (ties == Ties::first) return argmin(std::move(x), dim, keepdim);
+  return detail::arg_last(ReduceKind::argmin, std::move(x), dim, keepdim);
+}
+
+/// The max (min) along `dim` and the index of each, as torch.max(x, dim): values of x's dtype,
+/// i64 indices; a NaN is the max and its (first) index is given.
+template <Backend B>
+struct ValuesIndices {
+  Tensor<B> values, indices;
+};
+template <Backend B>
+[[nodiscard]] ValuesIndices<B> max_dim_with_indices(Tensor<B> x, std::int64_t dim,
+                                                    bool keepdim = false) {
+  auto i = argmax(x, dim, keepdim);
+  return {max(std::move(x), dim, keepdim), std::move(i)};
+}
+template <Backend B>
+[[nodiscard]] ValuesIndices<B> min_dim_with_indices(Tensor<B> x, std::int64_t dim,
+                                                    bool keepdim = false) {
+  auto i = argmin(x, dim, keepdim);
+  return {min(std::move(x), dim, keepdim), std::move(i)};
 }
 
 /// max(|x|) over all elements or along `dim` (burn's max_abs); float and int dtypes, NaN
