@@ -109,6 +109,16 @@ TEST_CASE("limits: a valid shape past the device's memory limit is OutOfMemory a
                           "cpu:0 is out of memory making t",
                           "f32[3, 2147483648] (25769803776 bytes)");
   }
+  // A per-axis scheme over an empty tensor still has a scale per index of its axis: [0, 2^31]
+  // per_axis(1) asks for 8 GiB of scales, refused before the allocator is asked (fuzz_ops
+  // found the 16 GiB version; quantized parts used to skip the limit).
+  {
+    const auto e = w.r.zeros({0, k32 / 2}, DType::f32, CpuDevice{0});
+    REQUIRE_KERNEL_RAISES(w, quantize_dynamic(e, Scheme::of(ValueType::i8).per_axis(1)),
+                          OutOfMemory,
+                          "op 'quantize_dynamic' on device cpu:0 failed: [ferry.memory]",
+                          "quantize_dynamic: device cpu:0 is out of memory");
+  }
   // Within the limit, and an empty tensor, still allocate.
   REQUIRE(w.r.zeros({3}, DType::f32, CpuDevice{1}).to_data().to_vector<float>() ==
           std::vector<float>{0, 0, 0});

@@ -6,7 +6,9 @@
 #include <Eigen/Core>
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <memory>
+#include <new>
 #include <span>
 #include <utility>
 #include <vector>
@@ -23,12 +25,25 @@ namespace ferry {
 
 namespace detail::cpu {
 
-/// Hands quantize kernels recycled vectors from one device's cache.
+/// std::bad_alloc (OutOfMemory to the caller) when `n` more bytes would take device `c` past
+/// its memory limit: quantized parts obey the limit as plain buffers do, and are refused before
+/// the allocator is asked (a per-axis scheme over an empty tensor with a huge other dim asks
+/// for 16 GiB of scales: found by fuzz_ops).
+inline void fits_limit(const DeviceCounters& c, std::size_t n) {
+  const std::int64_t free =
+      c.limit.load(std::memory_order_relaxed) - c.bytes.load(std::memory_order_relaxed);
+  if (n > 0 && (n > static_cast<std::size_t>(std::numeric_limits<std::int64_t>::max()) ||
+                static_cast<std::int64_t>(n) > free))
+    throw std::bad_alloc();
+}
+
+/// Hands quantize kernels recycled vectors from one device's cache, within its memory limit.
 class CacheSource final : public quant::VectorSource {
  public:
-  CacheSource(const AccountsPtr& acc, int device) : cache_(&(*acc)[checked(acc, device)].cache) {}
+  CacheSource(const AccountsPtr& acc, int device) : dev_(&(*acc)[checked(acc, device)]) {}
   [[nodiscard]] std::vector<std::byte> take(std::size_t n) const override {
-    return cache_->take_vector(n);
+    fits_limit(*dev_, n);
+    return dev_->cache.take_vector(n);
   }
 
  private:
@@ -36,12 +51,13 @@ class CacheSource final : public quant::VectorSource {
     acc->check(device, "quantize");
     return device;
   }
-  MemoryCache* cache_;
+  DeviceCounters* dev_;
 };
 
 /// A copy of `bytes` in `device`'s memory (a recycled vector when the cache has one).
 inline std::vector<std::byte> copy_bytes(const AccountsPtr& acc, int device,
                                          const std::vector<std::byte>& bytes) {
+  fits_limit((*acc)[device], bytes.size());
   std::vector<std::byte> v = (*acc)[device].cache.take_sized_vector(bytes.size());
   acc->copy(v.data(), bytes.data(), bytes.size());
   return v;
