@@ -380,3 +380,80 @@ void scan_runners(std::map<std::string, Runner>& m) {
   scan("cummax", 2);
   scan("cummin", 3);
 }
+
+/// argsort, sort, topk and cummax/cummin with indices along dim 1 of inputs_a as [4, 4] (with
+/// its infinities, NaN, -0 and integer extremes), against a stable sort and a running loop here.
+void sort_runners(std::map<std::string, Runner>& m) {
+  // kind: 0 argsort (ascending), 1 sort (descending), 2 topk (k 2, largest)
+  auto sorter = [&](const char* n, int kind) {
+    m[n] = [=](R& r, DType d, bool ok) {
+      with_type(d, [&]<class T>() {
+        const auto a = inputs_a<T>();
+        const bool desc = kind != 0;
+        const std::int64_t k = kind == 2 ? 2 : 4;
+        if (!ok) {
+          EXPECT_DTYPE_ERROR(ferry::argsort(make(r, a, Shape{4, 4}), 1, desc));
+          return;
+        }
+        std::vector<std::int64_t> wi;
+        std::vector<T> wv;
+        for (std::int64_t g = 0; g < 4; ++g) {
+          std::vector<std::int64_t> idx{0, 1, 2, 3};
+          auto at = [&](std::int64_t j) { return a[static_cast<std::size_t>(g * 4 + j)]; };
+          std::stable_sort(idx.begin(), idx.end(), [&](std::int64_t x, std::int64_t y) {
+            const bool nx = isnan_v(at(x)), ny = isnan_v(at(y));
+            if (nx || ny) return !nx && ny;
+            return desc ? ld(at(x)) > ld(at(y)) : ld(at(x)) < ld(at(y));
+          });
+          for (std::int64_t j = 0; j < k; ++j) {
+            wi.push_back(idx[static_cast<std::size_t>(j)]);
+            wv.push_back(at(idx[static_cast<std::size_t>(j)]));
+          }
+        }
+        const auto t = make(r, a, Shape{4, 4});
+        if (kind == 0) {
+          CHECK(read<std::int64_t>(ferry::argsort(t, 1)) == wi);
+          return;
+        }
+        const auto got = kind == 1 ? ferry::sort(t, 1, true) : ferry::topk(t, k, 1);
+        CHECK(read<std::int64_t>(got.indices) == wi);
+        check_all(read<T>(got.values), wv);
+      });
+    };
+  };
+  sorter("argsort", 0);
+  sorter("sort", 1);
+  sorter("topk", 2);
+  auto cum = [&](const char* n, bool is_max) {
+    m[n] = [=](R& r, DType d, bool ok) {
+      with_type(d, [&]<class T>() {
+        const auto a = inputs_a<T>();
+        auto op = [&](T_ x) {
+          return is_max ? ferry::cummax_with_indices(x, 1) : ferry::cummin_with_indices(x, 1);
+        };
+        if (!ok) {
+          EXPECT_DTYPE_ERROR(op(make(r, a, Shape{4, 4})));
+          return;
+        }
+        std::vector<std::int64_t> wi;
+        std::vector<T> wv;
+        for (std::size_t g = 0; g < 4; ++g)
+          for (std::size_t j = 0; j < 4; ++j) {
+            const T x = a[g * 4 + j];
+            // torch's rule: a NaN, or a value at least as extreme as the running one, takes over
+            // (nothing but a NaN after a NaN).
+            const bool takes = j == 0 || isnan_v(x) ||
+                               (!isnan_v(wv.back()) &&
+                                (is_max ? ld(x) >= ld(wv.back()) : ld(x) <= ld(wv.back())));
+            wv.push_back(takes ? x : wv.back());
+            wi.push_back(takes ? static_cast<std::int64_t>(j) : wi.back());
+          }
+        const auto got = op(make(r, a, Shape{4, 4}));
+        CHECK(read<std::int64_t>(got.indices) == wi);
+        check_all(read<T>(got.values), wv);
+      });
+    };
+  };
+  cum("cummax_with_indices", true);
+  cum("cummin_with_indices", false);
+}

@@ -430,6 +430,7 @@ TEST_CASE("every op of the dtype table runs on every dtype as the table says") {
   math_runners(run);
   reduction_runners(run);
   scan_runners(run);
+  sort_runners(run);
   std::set<std::string> seen;
   R r(EigenCpu(2));
   for (const Row& row : table) {

@@ -136,6 +136,12 @@ TEST_CASE("every op on empty dims: right shapes, and every written element right
   same<std::int64_t>(cumsum(cast(e03, DType::i32), 1), {0, 3}, {});
   ran({"Scan"});
 
+  // Sorts of nothing: the indices of an empty dim, or of rows beside an empty dim; k = 0.
+  same<std::int64_t>(argsort(e03, 0), {0, 3}, {});
+  same<std::int64_t>(argsort(e03, 1, true), {0, 3}, {});
+  same<std::int64_t>(topk(r.ones({2, 3}, DType::f32, D0), 0, 1).indices, {2, 0}, {});
+  ran({"Argsort"});
+
   // matmul with K == 0 is all zeros (each output is an empty sum); with M or N 0, empty.
   same<float>(matmul(make(r, std::vector<float>{}, {2, 0}), make(r, std::vector<float>{}, {0, 3})),
               {2, 3}, std::vector<float>(6, 0.0f));

@@ -365,6 +365,13 @@ class Interpreter {
       }
     });
   }
+  void run(op::Argsort& o) {
+    detail::with_plain_kind(o.in.dtype, [&]<Kind K>(std::integral_constant<Kind, K>) {
+      auto x = take<K>(o.in, "argsort");
+      put<Kind::Int>(o.out, FERRY_KERNEL(H<Kind::Int>, b_, argsort, std::move(x), o.dim,
+                                         o.descending, o.k));
+    });
+  }
   void run(op::Matmul& o) {
     detail::with_plain_kind(o.lhs.dtype, [&]<Kind K>(std::integral_constant<Kind, K>) {
       auto x = take<K>(o.lhs, "matmul");

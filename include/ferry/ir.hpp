@@ -188,6 +188,17 @@ struct Scan {
   std::size_t dim = 0;
   TensorRef out;
 };
+/// The indices that sort `in` along `dim` (i64), the first `k` of them (k == the dim's size:
+/// argsort; less: topk). Stable: equal values keep their order; NaN after every number in
+/// both directions.
+struct Argsort {
+  static constexpr const char* name = "argsort";
+  TensorRef in;
+  std::size_t dim = 0;
+  bool descending = false;
+  std::size_t k = 0;
+  TensorRef out;
+};
 struct Matmul {
   static constexpr const char* name = "matmul";
   TensorRef lhs, rhs, out;
@@ -323,7 +334,8 @@ struct Drop {
 
 using Op =
     std::variant<op::FromData, op::Full, op::Arange, op::Random, op::Unary, op::Binary,
-                 op::BinaryScalar, op::Clamp, op::Where, op::Cast, op::Reduce, op::Scan, op::Matmul,
+                 op::BinaryScalar, op::Clamp, op::Where, op::Cast, op::Reduce, op::Scan, op::Argsort,
+                 op::Matmul,
                  op::Reshape, op::Permute, op::Flip, op::Expand, op::Slice, op::SliceAssign,
                  op::Cat, op::Gather, op::IndexSelect, op::Repeat, op::Quantize,
                  op::QuantizeDynamic, op::Dequantize, op::QFromParts, op::QReshape, op::QPermute,
@@ -334,7 +346,7 @@ using Op =
 // clang-format off
 #define FERRY_OP_TYPES(X)                                                                        \
   X(FromData) X(Full) X(Arange) X(Random) X(Unary) X(Binary) X(BinaryScalar) X(Clamp) X(Where) \
-  X(Cast) X(Reduce) X(Scan) X(Matmul) X(Reshape) X(Permute) X(Flip) X(Expand) X(Slice)         \
+  X(Cast) X(Reduce) X(Scan) X(Argsort) X(Matmul) X(Reshape) X(Permute) X(Flip) X(Expand) X(Slice)         \
   X(SliceAssign) X(Cat) X(Gather) X(IndexSelect) X(Repeat) X(Quantize) X(QuantizeDynamic)      \
   X(Dequantize) X(QFromParts) X(QReshape) X(QPermute) X(QFlip) X(QSlice) X(QMatmul) X(Read)    \
   X(ToDevice) X(Drop)

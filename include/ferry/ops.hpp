@@ -582,3 +582,5 @@ template <Backend B>
 #include "ferry/ops/reductions.hpp"
 // squeeze, unsqueeze, flatten, narrow, split, chunk, triu, tril, mask_fill, mask_where, pad.
 #include "ferry/ops/layout.hpp"
+// argsort, sort, topk, cummax/cummin with indices.
+#include "ferry/ops/sort.hpp"

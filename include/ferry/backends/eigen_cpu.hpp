@@ -231,6 +231,8 @@ class EigenCpu {
   CpuTensor cumprod(CpuTensor a, std::size_t dim) const;
   CpuTensor cummax(CpuTensor a, std::size_t dim) const;
   CpuTensor cummin(CpuTensor a, std::size_t dim) const;
+  // the first k indices of a stable sort along a dim, NaN last (impl/sort.hpp)
+  CpuTensor argsort(CpuTensor a, std::size_t dim, bool descending, std::size_t k) const;
   CpuTensor matmul(CpuTensor a, CpuTensor b) const;
 
   // ---- layout (impl/layout.hpp) ----------------------------------------------------------------

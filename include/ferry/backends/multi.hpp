@@ -252,6 +252,7 @@ class Multi {
   FERRY_MULTI_FORWARD(where, detail::multi::Rule::same_last)
   FERRY_MULTI_FORWARD(argmax, detail::multi::Rule::to_int)
   FERRY_MULTI_FORWARD(argmin, detail::multi::Rule::to_int)
+  FERRY_MULTI_FORWARD(argsort, detail::multi::Rule::to_int)
   FERRY_MULTI_FORWARD(to_int, detail::multi::Rule::to_int)
   FERRY_MULTI_FORWARD(int_full, detail::multi::Rule::to_int)
   FERRY_MULTI_FORWARD(int_arange, detail::multi::Rule::to_int)

@@ -89,6 +89,10 @@ FERRY_FUNC std::string op_string(const Op& o) {
         if constexpr (
             requires { x.dim; } && !requires { x.keepdim; })
           it = fmt::format_to(it, "{}dim {}", sep(), x.dim);
+        if constexpr (requires { x.descending; }) {
+          if (x.descending) it = fmt::format_to(it, "{}descending", sep());
+          it = fmt::format_to(it, "{}k {}", sep(), x.k);
+        }
         if constexpr (requires { x.scheme; }) it = fmt::format_to(it, "{}{}", sep(), x.scheme);
         if constexpr (requires { x.from; })
           it = fmt::format_to(it, "{}dev {} -> dev {}", sep(), x.from, x.to);
