@@ -442,9 +442,9 @@ void sort_runners(std::map<std::string, Runner>& m) {
             const T x = a[g * 4 + j];
             // torch's rule: a NaN, or a value at least as extreme as the running one, takes over
             // (nothing but a NaN after a NaN).
-            const bool takes = j == 0 || isnan_v(x) ||
-                               (!isnan_v(wv.back()) &&
-                                (is_max ? ld(x) >= ld(wv.back()) : ld(x) <= ld(wv.back())));
+            const bool takes =
+                j == 0 || isnan_v(x) ||
+                (!isnan_v(wv.back()) && (is_max ? ld(x) >= ld(wv.back()) : ld(x) <= ld(wv.back())));
             wv.push_back(takes ? x : wv.back());
             wi.push_back(takes ? static_cast<std::int64_t>(j) : wi.back());
           }
@@ -456,4 +456,126 @@ void sort_runners(std::map<std::string, Runner>& m) {
   };
   cum("cummax_with_indices", true);
   cum("cummin_with_indices", false);
+}
+
+/// scatter, scatter_add, select_assign, one_hot and unfold on inputs_a as [4, 4]; the index
+/// runners put f32 values at integer indices of each dtype.
+void indexing_runners(std::map<std::string, Runner>& m) {
+  // gi: a [4, 2] index along dim 1 with a repeat in row 1 (the later write wins, or both add).
+  const std::vector<int> gi{1, 3, 0, 0, 2, 1, 3, 2};
+  auto scatter_ref = [gi]<class T>(std::vector<T> x, const std::vector<T>& src, bool add) {
+    for (std::size_t i = 0; i < 4; ++i)
+      for (std::size_t j = 0; j < 2; ++j) {
+        const std::size_t at = i * 4 + static_cast<std::size_t>(gi[i * 2 + j]);
+        const T v = src[i * 4 + j];
+        if (!add)
+          x[at] = v;
+        else if constexpr (std::is_integral_v<T>)
+          x[at] = wrap<T>(static_cast<i128>(x[at]) + static_cast<i128>(v));
+        else
+          x[at] = static_cast<T>(static_cast<Host<T>>(ld(x[at]) + ld(v)));
+      }
+    return x;
+  };
+  auto scatterer = [&m, gi, scatter_ref](const char* n, bool add) {
+    m[n] = [=](R& r, DType d, bool ok) {
+      with_type(d, [&]<class T>() {
+        const auto a = inputs_a<T>(), b = inputs_b<T>();
+        const std::vector<std::int64_t> idx(gi.begin(), gi.end());
+        auto run = [&] {
+          const auto x = make(r, a, Shape{4, 4}), s = make(r, b, Shape{4, 4});
+          const auto i = r.from_vector(idx, Shape{4, 2}, D0);
+          return add ? ferry::scatter_add(x, 1, i, s) : ferry::scatter(x, 1, i, s);
+        };
+        if (!ok) {
+          EXPECT_DTYPE_ERROR(run());
+          return;
+        }
+        check_all(read<T>(run()), scatter_ref.template operator()<T>(a, b, add));
+      });
+    };
+  };
+  scatterer("scatter", false);
+  scatterer("scatter_add", true);
+  m["select_assign"] = [](R& r, DType d, bool ok) {
+    with_type(d, [&]<class T>() {
+      const auto a = inputs_a<T>(), b = inputs_b<T>();
+      const std::vector<std::int64_t> idx{2, 0, 2};
+      auto run = [&] {
+        return ferry::select_assign(
+            make(r, a, Shape{4, 4}), 0, r.from_vector(idx, Shape{3}, D0),
+            make(r, std::vector<T>(b.begin(), b.begin() + 12), Shape{3, 4}));
+      };
+      if (!ok) {
+        EXPECT_DTYPE_ERROR(run());
+        return;
+      }
+      std::vector<T> want = a;
+      for (std::size_t i = 0; i < 3; ++i)
+        for (std::size_t j = 0; j < 4; ++j) {
+          const std::size_t at = static_cast<std::size_t>(idx[i]) * 4 + j;
+          if constexpr (std::is_integral_v<T>)
+            want[at] = wrap<T>(static_cast<i128>(want[at]) + static_cast<i128>(b[i * 4 + j]));
+          else
+            want[at] = static_cast<T>(static_cast<Host<T>>(ld(want[at]) + ld(b[i * 4 + j])));
+        }
+      check_all(read<T>(run()), want);
+    });
+  };
+  m["unfold"] = [](R& r, DType d, bool) {
+    with_type(d, [&]<class T>() {
+      const auto a = inputs_a<T>();
+      std::vector<T> want;  // windows of 3, step 1, along dim 1: [4, 2, 3]
+      for (std::size_t i = 0; i < 4; ++i)
+        for (std::size_t w = 0; w < 2; ++w)
+          for (std::size_t k = 0; k < 3; ++k) want.push_back(a[i * 4 + w + k]);
+      check_all(read<T>(ferry::unfold(make(r, a, Shape{4, 4}), 1, 3, 1)), want);
+    });
+  };
+  auto index_runner = [&m, gi, scatter_ref](
+                          const char* n, int kind) {  // 0 scatter, 1 scatter_add, 2 select_assign
+    m[n] = [=](R& r, DType d, bool ok) {
+      with_type(d, [&]<class I>() {
+        const auto a = inputs_a<float>(), b = inputs_b<float>();
+        std::vector<I> idx;
+        for (int v : gi) idx.push_back(static_cast<I>(v));
+        auto run = [&] {
+          const auto x = make(r, a, Shape{4, 4}), s = make(r, b, Shape{4, 4});
+          if (kind == 2)
+            return ferry::select_assign(
+                x, 1, make(r, std::vector<I>(idx.begin(), idx.begin() + 4), Shape{4}), s);
+          const auto i = make(r, idx, Shape{4, 2});
+          return kind == 1 ? ferry::scatter_add(x, 1, i, s) : ferry::scatter(x, 1, i, s);
+        };
+        if (!ok) {
+          EXPECT_DTYPE_ERROR(run());
+          return;
+        }
+        if (kind == 2) {  // index [1, 3, 0, 0] along dim 1: column j of b adds to column idx[j]
+          std::vector<float> want = a;
+          for (std::size_t i = 0; i < 4; ++i)
+            for (std::size_t j = 0; j < 4; ++j)
+              want[i * 4 + static_cast<std::size_t>(gi[j])] += b[i * 4 + j];
+          check_all(read<float>(run()), want);
+        } else {
+          check_all(read<float>(run()), scatter_ref.template operator()<float>(a, b, kind == 1));
+        }
+      });
+    };
+  };
+  index_runner("scatter (the index)", 0);
+  index_runner("scatter_add (the index)", 1);
+  index_runner("select_assign (the index)", 2);
+  m["one_hot (the index)"] = [](R& r, DType d, bool ok) {
+    with_type(d, [&]<class I>() {
+      const std::vector<I> idx{static_cast<I>(2), static_cast<I>(0), static_cast<I>(3),
+                               static_cast<I>(1)};
+      if (!ok) {
+        EXPECT_DTYPE_ERROR(ferry::one_hot(make(r, idx, Shape{4}), 4));
+        return;
+      }
+      const std::vector<std::int64_t> want{0, 0, 1, 0, 1, 0, 0, 0, 0, 0, 0, 1, 0, 1, 0, 0};
+      check_all(read<std::int64_t>(ferry::one_hot(make(r, idx, Shape{4}), 4)), want);
+    });
+  };
 }

@@ -165,6 +165,13 @@ TEST_CASE("every op on empty dims: right shapes, and every written element right
   ran({"Reshape", "Permute", "Flip", "Expand", "Slice", "SliceAssign", "Cat", "Gather",
        "IndexSelect", "Repeat"});
 
+  // Scatters of nothing: an empty index writes nothing; an empty tensor takes an empty index.
+  same<float>(scatter(r.ones({2, 3}, DType::f32, D0), 1, r.zeros({2, 0}, DType::i64, D0),
+                      r.zeros({2, 0}, DType::f32, D0)),
+              {2, 3}, std::vector<float>(6, 1.0f));
+  same<float>(scatter_add(e03, 0, r.zeros({0, 3}, DType::i64, D0), e03), {0, 3}, {});
+  ran({"Scatter"});
+
   // Quantized: empty [0, 64] through every quantized op, and the K == 0 matmul the issue found
   // returning an earlier buffer's values.
   const Scheme i4 = Scheme::of(ValueType::i4).per_block({32}).packed_u8();

@@ -368,8 +368,8 @@ class Interpreter {
   void run(op::Argsort& o) {
     detail::with_plain_kind(o.in.dtype, [&]<Kind K>(std::integral_constant<Kind, K>) {
       auto x = take<K>(o.in, "argsort");
-      put<Kind::Int>(o.out, FERRY_KERNEL(H<Kind::Int>, b_, argsort, std::move(x), o.dim,
-                                         o.descending, o.k));
+      put<Kind::Int>(
+          o.out, FERRY_KERNEL(H<Kind::Int>, b_, argsort, std::move(x), o.dim, o.descending, o.k));
     });
   }
   void run(op::Matmul& o) {
@@ -415,6 +415,20 @@ class Interpreter {
   void run(op::Repeat& o) {
     unary_layout(o, [&]<Kind K>(std::integral_constant<Kind, K>, H<K> x) {
       return FERRY_KERNEL(H<K>, b_, repeat, std::move(x), std::span<const std::int64_t>(o.times));
+    });
+  }
+  void run(op::Scatter& o) {
+    detail::with_plain_kind(o.in.dtype, [&]<Kind K>(std::integral_constant<Kind, K>) {
+      const char* n = name(o.kind);
+      auto x = take<K>(o.in, n);
+      auto i = take<Kind::Int>(o.index, n);
+      auto v = take<K>(o.value, n);
+      if (o.kind == ScatterKind::scatter)
+        put<K>(o.out,
+               FERRY_KERNEL(H<K>, b_, scatter, std::move(x), o.dim, std::move(i), std::move(v)));
+      else
+        put<K>(o.out, FERRY_KERNEL(H<K>, b_, scatter_add, std::move(x), o.dim, std::move(i),
+                                   std::move(v)));
     });
   }
   void run(op::SliceAssign& o) {

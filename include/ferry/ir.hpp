@@ -68,6 +68,8 @@ struct TensorRef {
 #define FERRY_LOGICAL_KINDS(X) X(logical_and) X(logical_or)
 #define FERRY_LOGICAL_COMPOSITE_KINDS(X) X(logical_xor)
 #define FERRY_REDUCE_KINDS(X) X(sum) X(prod) X(mean) X(max) X(min) X(argmax) X(argmin)
+/// Writes of `value` into a copy of `in` at `index` along a dim (`b.scatter(x, dim, index, src)`).
+#define FERRY_SCATTER_KINDS(X) X(scatter) X(scatter_add)
 /// Inclusive scans along one dim (the kernel: `b.cumsum(x, dim)`).
 #define FERRY_SCAN_KINDS(X) X(cumsum) X(cumprod) X(cummax) X(cummin)
 // clang-format on
@@ -85,6 +87,7 @@ enum class BinaryKind : std::uint8_t {
 };
 enum class ReduceKind : std::uint8_t { FERRY_REDUCE_KINDS(FERRY_DETAIL_ENUM) };
 enum class ScanKind : std::uint8_t { FERRY_SCAN_KINDS(FERRY_DETAIL_ENUM) };
+enum class ScatterKind : std::uint8_t { FERRY_SCATTER_KINDS(FERRY_DETAIL_ENUM) };
 
 [[nodiscard]] inline const char* name(UnaryKind k) noexcept {
   static constexpr const char* n[] = {FERRY_UNARY_KINDS(FERRY_DETAIL_NAME)
@@ -105,6 +108,10 @@ enum class ScanKind : std::uint8_t { FERRY_SCAN_KINDS(FERRY_DETAIL_ENUM) };
 }
 [[nodiscard]] inline const char* name(ScanKind k) noexcept {
   static constexpr const char* n[] = {FERRY_SCAN_KINDS(FERRY_DETAIL_NAME)};
+  return n[static_cast<std::size_t>(k)];
+}
+[[nodiscard]] inline const char* name(ScatterKind k) noexcept {
+  static constexpr const char* n[] = {FERRY_SCATTER_KINDS(FERRY_DETAIL_NAME)};
   return n[static_cast<std::size_t>(k)];
 }
 [[nodiscard]] constexpr bool is_comparison(BinaryKind k) noexcept {
@@ -253,6 +260,14 @@ struct IndexSelect {
   std::size_t dim = 0;
   TensorRef index, out;
 };
+/// torch.Tensor.scatter / scatter_add: a copy of `in` with `value[p]` written (added) at
+/// position p of `index` with its `dim` coordinate replaced by index[p].
+struct Scatter {
+  ScatterKind kind;
+  TensorRef in;
+  std::size_t dim = 0;
+  TensorRef index, value, out;
+};
 struct Repeat {
   static constexpr const char* name = "repeat";
   TensorRef in;
@@ -332,14 +347,13 @@ struct Drop {
 };
 }  // namespace op
 
-using Op =
-    std::variant<op::FromData, op::Full, op::Arange, op::Random, op::Unary, op::Binary,
-                 op::BinaryScalar, op::Clamp, op::Where, op::Cast, op::Reduce, op::Scan, op::Argsort,
-                 op::Matmul,
-                 op::Reshape, op::Permute, op::Flip, op::Expand, op::Slice, op::SliceAssign,
-                 op::Cat, op::Gather, op::IndexSelect, op::Repeat, op::Quantize,
-                 op::QuantizeDynamic, op::Dequantize, op::QFromParts, op::QReshape, op::QPermute,
-                 op::QFlip, op::QSlice, op::QMatmul, op::Read, op::ToDevice, op::Drop>;
+using Op = std::variant<op::FromData, op::Full, op::Arange, op::Random, op::Unary, op::Binary,
+                        op::BinaryScalar, op::Clamp, op::Where, op::Cast, op::Reduce, op::Scan,
+                        op::Argsort, op::Matmul, op::Reshape, op::Permute, op::Flip, op::Expand,
+                        op::Slice, op::SliceAssign, op::Cat, op::Gather, op::IndexSelect,
+                        op::Scatter, op::Repeat, op::Quantize, op::QuantizeDynamic, op::Dequantize,
+                        op::QFromParts, op::QReshape, op::QPermute, op::QFlip, op::QSlice,
+                        op::QMatmul, op::Read, op::ToDevice, op::Drop>;
 
 /// X(T) for each op type op::T of Op, in Op's order (the interpreter declares one entry point
 /// per op type with it).
@@ -347,7 +361,7 @@ using Op =
 #define FERRY_OP_TYPES(X)                                                                        \
   X(FromData) X(Full) X(Arange) X(Random) X(Unary) X(Binary) X(BinaryScalar) X(Clamp) X(Where) \
   X(Cast) X(Reduce) X(Scan) X(Argsort) X(Matmul) X(Reshape) X(Permute) X(Flip) X(Expand) X(Slice)         \
-  X(SliceAssign) X(Cat) X(Gather) X(IndexSelect) X(Repeat) X(Quantize) X(QuantizeDynamic)      \
+  X(SliceAssign) X(Cat) X(Gather) X(IndexSelect) X(Scatter) X(Repeat) X(Quantize) X(QuantizeDynamic)      \
   X(Dequantize) X(QFromParts) X(QReshape) X(QPermute) X(QFlip) X(QSlice) X(QMatmul) X(Read)    \
   X(ToDevice) X(Drop)
 // clang-format on

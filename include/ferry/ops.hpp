@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 #include <initializer_list>
+#include <limits>
 #include <optional>
 #include <span>
 #include <type_traits>
@@ -399,9 +400,42 @@ template <Backend B>
   op::Expand o{detail::TA<B>::ref(x), detail::out_ref(x, std::move(shape), x.dtype())};
   return detail::emit(detail::TA<B>::core(x, "expand"), dev, std::move(o), x);
 }
-/// Python-style ranges per leading dim (negative = from the end, clamped; step >= 1).
+namespace detail {
+/// Turns each range with a negative step into the positive-step range of the same elements
+/// (start..end read from end - 1 down, every |step|, as burn's and ndarray's slices) and
+/// returns the dims whose result must then be flipped.
+inline std::vector<std::int64_t> reversed_ranges(const Shape& s, std::vector<Range>& ranges) {
+  std::vector<std::int64_t> flips;
+  for (std::size_t i = 0; i < ranges.size() && i < s.rank(); ++i) {
+    Range& r = ranges[i];
+    if (r.step >= 0) continue;
+    if (r.step == std::numeric_limits<std::int64_t>::min())
+      raise<IndexError>("range", "slice: step {} on dim {} has no magnitude in i64", r.step, i);
+    const std::int64_t step = -r.step;
+    const Range n =
+        normalise_ranges("slice", Shape{s[i]}, std::vector<Range>{{r.start, r.end, 1}})[0];
+    if (n.end > n.start) {
+      const std::int64_t last = n.end - 1;
+      r = Range{last - (last - n.start) / step * step, n.end, step};
+    } else {
+      r = Range{n.start, n.start, 1};
+    }
+    flips.push_back(static_cast<std::int64_t>(i));
+  }
+  return flips;
+}
+}  // namespace detail
+
+/// Python-style ranges per leading dim (negative start/end = from the end, clamped). A step
+/// >= 1 takes start, start + step, ...; a negative step takes the range's elements from end - 1
+/// down, every |step| (burn's and ndarray's rule: [0..5; -2] is 4, 2, 0); 0 is an IndexError.
 template <Backend B>
 [[nodiscard]] Tensor<B> slice(Tensor<B> x, std::vector<Range> ranges) {
+  const auto flips = detail::reversed_ranges(x.shape(), ranges);
+  if (!flips.empty()) {
+    auto y = slice(std::move(x), std::move(ranges));
+    return flip(std::move(y), flips);
+  }
   if (x.is_quantized()) return q_slice(std::move(x), std::move(ranges));
   const auto dev = detail::common_device("slice", x);
   auto r = detail::normalise_ranges("slice", x.shape(), ranges);
@@ -584,3 +618,5 @@ template <Backend B>
 #include "ferry/ops/layout.hpp"
 // argsort, sort, topk, cummax/cummin with indices.
 #include "ferry/ops/sort.hpp"
+// scatter, scatter_add, select_assign (index_add), one_hot, unfold.
+#include "ferry/ops/indexing.hpp"

@@ -136,6 +136,28 @@ TEST_CASE("async: index_select with index -1", "[async]") {
   w.check_intact();
 }
 
+TEST_CASE("async: scatter_add with index 2 into a dim of size 2", "[async]") {
+  World w(CATALOGUE_MODES);
+  {
+    auto idx = w.r.full({1, 3}, 2, DType::i64, CpuDevice{0});
+    REQUIRE_KERNEL_RAISES(w, scatter_add(w.get("f32"), 0, idx, w.get("f32")), ferry::IndexError,
+                          "op 'scatter_add' on device cpu:0 failed",
+                          "scatter_add: index 2 is out of range for dim 0 of size 2");
+  }
+  w.check_intact();
+}
+
+TEST_CASE("async: one_hot of index 3 with 3 classes", "[async]") {
+  World w(CATALOGUE_MODES);
+  {
+    auto idx = w.r.full({2}, 3, DType::i32, CpuDevice{0});
+    REQUIRE_KERNEL_RAISES(w, one_hot(idx, 3), ferry::IndexError,
+                          "op 'scatter' on device cpu:0 failed",
+                          "scatter: index 3 is out of range for dim 1 of size 3");
+  }
+  w.check_intact();
+}
+
 TEST_CASE("async: quantize_dynamic of values spanning [-inf, inf]", "[async]") {
   World w(CATALOGUE_MODES);
   {

@@ -245,6 +245,9 @@ class EigenCpu {
   CpuTensor cat(std::vector<CpuTensor> ts, std::size_t dim) const;
   CpuTensor gather(CpuTensor a, std::size_t dim, CpuTensor index) const;
   CpuTensor index_select(CpuTensor a, std::size_t dim, CpuTensor index) const;
+  // scatter along a dim: assign or add (impl/scatter.hpp)
+  CpuTensor scatter(CpuTensor a, std::size_t dim, CpuTensor index, CpuTensor src) const;
+  CpuTensor scatter_add(CpuTensor a, std::size_t dim, CpuTensor index, CpuTensor src) const;
   CpuTensor repeat(CpuTensor a, std::span<const std::int64_t> times) const;
 
   // ---- quantized (impl/quantized.hpp)

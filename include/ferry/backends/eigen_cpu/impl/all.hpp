@@ -14,6 +14,7 @@
 #include "ferry/backends/eigen_cpu/impl/quantized.hpp"
 #include "ferry/backends/eigen_cpu/impl/reduce.hpp"
 #include "ferry/backends/eigen_cpu/impl/scan.hpp"
+#include "ferry/backends/eigen_cpu/impl/scatter.hpp"
 #include "ferry/backends/eigen_cpu/impl/sort.hpp"
 #include "ferry/backends/eigen_cpu/impl/unary.hpp"
 #include "ferry/backends/eigen_cpu/impl/unary_math.hpp"
