@@ -579,3 +579,49 @@ void indexing_runners(std::map<std::string, Runner>& m) {
     });
   };
 }
+
+/// random_int on [-5, 6) (unsigned: [0, 11)) for each int dtype against the generator's formula;
+/// bernoulli of p = 0, 1 and 0.5 on each float dtype.
+void random_runners(std::map<std::string, Runner>& m) {
+  m["random_int"] = [](R& r, DType d, bool ok) {
+    with_type(d, [&]<class T>() {
+      const std::int64_t lo = std::is_signed_v<T> ? -5 : 0;
+      if (!ok) {
+        REQUIRE_THROWS_AS((void)r.random_int(Shape{64}, lo, lo + 11, 7, D0, d), DTypeError);
+        return;
+      }
+      if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+        std::vector<T> want;
+        for (std::uint64_t i = 0; i < 64; ++i) {
+          std::uint64_t z = 7 + (i + 1) * 0x9E3779B97F4A7C15ULL;  // splitmix64, written out
+          z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+          z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+          z ^= z >> 31;
+          want.push_back(
+              static_cast<T>(lo + static_cast<std::int64_t>((static_cast<u128>(z) * 11) >> 64)));
+        }
+        check_all(read<T>(r.random_int(Shape{64}, lo, lo + 11, 7, D0, d)), want);
+      }
+    });
+  };
+  m["bernoulli"] = [](R& r, DType d, bool ok) {
+    with_type(d, [&]<class T>() {
+      const std::vector<double> p{0.0, 1.0, 0.5, 0.5};
+      const auto t = cast(r.from_vector(p, Shape{4}, D0), d);
+      if (!ok) {
+        EXPECT_DTYPE_ERROR(ferry::bernoulli(t, 3));
+        return;
+      }
+      const auto v = read<T>(ferry::bernoulli(t, 3));
+      CHECK(ld(v[0]) == 0.0L);
+      CHECK(ld(v[1]) == 1.0L);
+      for (std::size_t i = 2; i < 4; ++i) {
+        std::uint64_t z = 3 + (i + 1) * 0x9E3779B97F4A7C15ULL;
+        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+        z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+        z ^= z >> 31;
+        CHECK(ld(v[i]) == (static_cast<double>(z >> 11) * 0x1.0p-53 < 0.5 ? 1.0L : 0.0L));
+      }
+    });
+  };
+}

@@ -432,6 +432,7 @@ TEST_CASE("every op of the dtype table runs on every dtype as the table says") {
   scan_runners(run);
   sort_runners(run);
   indexing_runners(run);
+  random_runners(run);
   std::set<std::string> seen;
   R r(EigenCpu(2));
   for (const Row& row : table) {

@@ -103,7 +103,8 @@ TEST_CASE("every op on empty dims: right shapes, and every written element right
   same<float>(r.zeros({0, 4}, DType::f32, D0), {0, 4}, {});
   same<std::int64_t>(r.arange(0, 0, 1, DType::i64, D0), {0}, {});
   same<float>(r.random_uniform({2, 0}, 1, D0), {2, 0}, {});
-  ran({"Full", "Arange", "Random"});
+  same<std::int64_t>(r.random_int({0, 2}, 0, 5, 1, D0), {0, 2}, {});
+  ran({"Full", "Arange", "Random", "RandomInt"});
 
   same<float>(exp(e03), {0, 3}, {});
   same<float>(e03 + make(r, std::vector<float>{1, 2, 3}, {1, 3}), {0, 3}, {});

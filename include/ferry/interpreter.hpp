@@ -228,6 +228,10 @@ class Interpreter {
         detail::raise<DTypeError>("dtype", "arange: bool is not a valid dtype");
     });
   }
+  void run(op::RandomInt& o) {
+    put<Kind::Int>(o.out, FERRY_KERNEL(H<Kind::Int>, b_, int_random, o.out.shape, o.out.dtype,
+                                       o.low, o.high, o.seed, device_));
+  }
   void run(op::Random& o) {
     put<Kind::Float>(o.out, FERRY_KERNEL(H<Kind::Float>, b_, float_random, o.out.shape, o.out.dtype,
                                          o.dist, o.seed, device_));

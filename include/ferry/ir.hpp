@@ -154,6 +154,13 @@ struct Random {
   std::uint64_t seed = 0;
   TensorRef out;
 };
+/// Integers uniform on [low, high) (whole numbers; low and high - 1 values of the dtype).
+struct RandomInt {
+  static constexpr const char* name = "random_int";
+  Scalar low, high;
+  std::uint64_t seed = 0;
+  TensorRef out;
+};
 struct Unary {
   UnaryKind kind;
   TensorRef in, out;
@@ -347,19 +354,19 @@ struct Drop {
 };
 }  // namespace op
 
-using Op = std::variant<op::FromData, op::Full, op::Arange, op::Random, op::Unary, op::Binary,
-                        op::BinaryScalar, op::Clamp, op::Where, op::Cast, op::Reduce, op::Scan,
-                        op::Argsort, op::Matmul, op::Reshape, op::Permute, op::Flip, op::Expand,
-                        op::Slice, op::SliceAssign, op::Cat, op::Gather, op::IndexSelect,
-                        op::Scatter, op::Repeat, op::Quantize, op::QuantizeDynamic, op::Dequantize,
-                        op::QFromParts, op::QReshape, op::QPermute, op::QFlip, op::QSlice,
-                        op::QMatmul, op::Read, op::ToDevice, op::Drop>;
+using Op = std::variant<op::FromData, op::Full, op::Arange, op::Random, op::RandomInt, op::Unary,
+                        op::Binary, op::BinaryScalar, op::Clamp, op::Where, op::Cast, op::Reduce,
+                        op::Scan, op::Argsort, op::Matmul, op::Reshape, op::Permute, op::Flip,
+                        op::Expand, op::Slice, op::SliceAssign, op::Cat, op::Gather,
+                        op::IndexSelect, op::Scatter, op::Repeat, op::Quantize, op::QuantizeDynamic,
+                        op::Dequantize, op::QFromParts, op::QReshape, op::QPermute, op::QFlip,
+                        op::QSlice, op::QMatmul, op::Read, op::ToDevice, op::Drop>;
 
 /// X(T) for each op type op::T of Op, in Op's order (the interpreter declares one entry point
 /// per op type with it).
 // clang-format off
 #define FERRY_OP_TYPES(X)                                                                        \
-  X(FromData) X(Full) X(Arange) X(Random) X(Unary) X(Binary) X(BinaryScalar) X(Clamp) X(Where) \
+  X(FromData) X(Full) X(Arange) X(Random) X(RandomInt) X(Unary) X(Binary) X(BinaryScalar) X(Clamp) X(Where) \
   X(Cast) X(Reduce) X(Scan) X(Argsort) X(Matmul) X(Reshape) X(Permute) X(Flip) X(Expand) X(Slice)         \
   X(SliceAssign) X(Cat) X(Gather) X(IndexSelect) X(Scatter) X(Repeat) X(Quantize) X(QuantizeDynamic)      \
   X(Dequantize) X(QFromParts) X(QReshape) X(QPermute) X(QFlip) X(QSlice) X(QMatmul) X(Read)    \

@@ -620,3 +620,5 @@ template <Backend B>
 #include "ferry/ops/sort.hpp"
 // scatter, scatter_add, select_assign (index_add), one_hot, unfold.
 #include "ferry/ops/indexing.hpp"
+// bernoulli.
+#include "ferry/ops/random.hpp"

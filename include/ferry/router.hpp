@@ -219,6 +219,25 @@ class Router {
     return detail::emit(
         core_, dev, op::Random{dist, seed, TensorRef{core_->new_id(), std::move(shape), dtype}});
   }
+  /// torch.randint(low, high): integers uniform on [low, high), seeded (the same values in
+  /// both execution modes, on every run and machine). low and high are whole numbers with low <
+  /// high, low and high - 1 values of `dtype` (an integer dtype).
+  [[nodiscard]] Tensor<B> random_int(Shape shape, Scalar low, Scalar high, std::uint64_t seed,
+                                     const Device& d, DType dtype = DType::i64) {
+    const auto dev = core_->index_of(d, "random_int");
+    not_creatable("random_int", dtype);
+    detail::want_kind("random_int", dtype, {Kind::Int}, "an int dtype");
+    const auto lo = detail::scalar_whole(low), hi = detail::scalar_whole(high);
+    if (!lo || !hi || *lo >= *hi || !detail::whole_in(*lo, dtype) ||
+        !detail::whole_in(*hi - 1, dtype))
+      detail::raise<ValueError>("value",
+                                "random_int: [{}, {}) must be a nonempty range of whole numbers "
+                                "of {} (low and high - 1 values of it)",
+                                low, high, dtype);
+    return detail::emit(
+        core_, dev,
+        op::RandomInt{low, high, seed, TensorRef{core_->new_id(), std::move(shape), dtype}});
+  }
   [[nodiscard]] Tensor<B> random_uniform(Shape shape, std::uint64_t seed, const Device& d,
                                          double lo = 0.0, double hi = 1.0) {
     return random(std::move(shape), Distribution::uniform(lo, hi), seed, d);

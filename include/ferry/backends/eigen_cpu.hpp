@@ -154,6 +154,8 @@ class EigenCpu {
                        const CpuDevice& dev) const;
   CpuTensor float_random(const Shape& s, DType dt, Distribution dist, std::uint64_t seed,
                          const CpuDevice& dev) const;
+  CpuTensor int_random(const Shape& s, DType dt, Scalar low, Scalar high, std::uint64_t seed,
+                       const CpuDevice& dev) const;
 
   // ---- elementwise: numpy broadcasting, operands of one dtype (impl/binary.hpp) -----------------
 #define FERRY_CPU_BINARY(fn)                    \

@@ -263,6 +263,7 @@ class Multi {
   FERRY_MULTI_FORWARD(float_full, detail::multi::Rule::to_float)
   FERRY_MULTI_FORWARD(float_arange, detail::multi::Rule::to_float)
   FERRY_MULTI_FORWARD(float_random, detail::multi::Rule::to_float)
+  FERRY_MULTI_FORWARD(int_random, detail::multi::Rule::to_int)
 
   // ---- quantized ops: the member's kernel, else its host path through QuantizedParts ---------
   Quant quantize(Plain x, const quant::Scheme& s, std::span<const float> scales,

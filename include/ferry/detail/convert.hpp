@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <type_traits>
 #include <utility>
 #include <variant>
@@ -48,6 +49,30 @@ constexpr To convert(From x) noexcept {
   } else {
     return static_cast<To>(x);
   }
+}
+
+/// The exact value of a whole-number scalar in 128 bits (every value of every integer dtype, u64
+/// above INT64_MAX too), or nothing for a fraction, a non-finite value or |s| >= 2^70.
+__extension__ inline std::optional<__int128> scalar_whole(const Scalar& s) noexcept {
+  return std::visit(
+      []<class V>(V v) -> std::optional<__int128> {
+        if constexpr (std::is_same_v<V, double>) {
+          if (!std::isfinite(v) || std::trunc(v) != v || std::fabs(v) >= 0x1p70) return {};
+        }
+        return static_cast<__int128>(v);
+      },
+      s.value());
+}
+
+/// True when the whole number v is a value of integer dtype `d` (false for other dtypes).
+__extension__ inline bool whole_in(__int128 v, DType d) {
+  return visit_dtype(d, [&]<class T>(T) {
+    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>)
+      return v >= static_cast<__int128>(std::numeric_limits<T>::min()) &&
+             v <= static_cast<__int128>(std::numeric_limits<T>::max());
+    else
+      return false;
+  });
 }
 
 /// True when `s` is exactly a value of T: any scalar for a float type (it is rounded to

@@ -62,6 +62,8 @@ FERRY_FUNC std::string op_string(const Op& o) {
         if constexpr (requires { x.lo; }) it = fmt::format_to(it, "{}{}, {}", sep(), x.lo, x.hi);
         if constexpr (requires { x.start; })
           it = fmt::format_to(it, "{}{}, step {}", sep(), x.start, x.step);
+        if constexpr (requires { x.low; })
+          it = fmt::format_to(it, "{}[{}, {}), seed {}", sep(), x.low, x.high, x.seed);
         if constexpr (requires { x.dist; })
           it = fmt::format_to(it, "{}{}, seed {}", sep(), x.dist, x.seed);
         if constexpr (requires { x.keepdim; }) {

@@ -5,12 +5,14 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <type_traits>
 
 #include "ferry/backends/eigen_cpu/buffer.hpp"
 #include "ferry/backends/eigen_cpu/convert.hpp"
 #include "ferry/backends/eigen_cpu/elementwise.hpp"
 #include "ferry/backends/eigen_cpu/loops.hpp"
+#include "ferry/detail/convert.hpp"
 #include "ferry/detail/parallel.hpp"
 #include "ferry/dtype.hpp"
 #include "ferry/error.hpp"
@@ -155,6 +157,36 @@ inline CpuTensor random(const AccountsPtr& acc, const Shape& shape, DType dtype,
           }
         });
       }
+    }
+  });
+  return out;
+}
+
+/// @brief Integers uniform on [low, high), deterministic for a seed: element i is low +
+/// floor(bits(seed, i) * (high - low) / 2^64) in 128-bit arithmetic, so every span up to 2^64 is
+/// exact (u64 above INT64_MAX too) and each value's probability is within (high - low) / 2^64
+/// of uniform (no rejection: one counter per element keeps the values independent of threads).
+inline CpuTensor random_int(const AccountsPtr& acc, const Shape& shape, DType dtype,
+                            const Scalar& low, const Scalar& high, std::uint64_t seed, int device) {
+  constexpr const char* op = "random_int";
+  check_create(acc, shape, dtype, Kind::Int, device, op);
+  __extension__ using u128 = unsigned __int128;
+  const auto lo = scalar_whole(low), hi = scalar_whole(high);
+  if (!lo || !hi || *lo >= *hi || !whole_in(*lo, dtype) || !whole_in(*hi - 1, dtype))
+    detail::raise<ValueError>("cpu.random", "{}: [{}, {}) is not a nonempty range of {}", op, low,
+                              high, dtype);
+  const auto span = static_cast<u128>(*hi - *lo);                        // 1 .. 2^64
+  const auto base = static_cast<std::uint64_t>(static_cast<u128>(*lo));  // modulo 2^64
+  CpuTensor out = alloc(acc, device, shape, dtype);
+  visit_dtype(dtype, [&]<class T>(T) {
+    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+      T* o = out.data<T>();
+      parallel_for(0, out.numel(), kGrain, [&](std::int64_t b, std::int64_t e) {
+        for (std::int64_t i = b; i < e; ++i) {
+          const auto u = static_cast<u128>(random_bits(seed, static_cast<std::uint64_t>(i)));
+          o[i] = static_cast<T>(base + static_cast<std::uint64_t>((u * span) >> 64));
+        }
+      });
     }
   });
   return out;

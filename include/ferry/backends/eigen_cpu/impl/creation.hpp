@@ -38,5 +38,9 @@ FERRY_FUNC CpuTensor EigenCpu::float_random(const Shape& s, DType dt, Distributi
                                             std::uint64_t seed, const CpuDevice& dev) const {
   return detail::cpu::random(acc_, s, dt, dist, seed, dev.index);
 }
+FERRY_FUNC CpuTensor EigenCpu::int_random(const Shape& s, DType dt, Scalar low, Scalar high,
+                                          std::uint64_t seed, const CpuDevice& dev) const {
+  return detail::cpu::random_int(acc_, s, dt, low, high, seed, dev.index);
+}
 
 }  // namespace ferry
