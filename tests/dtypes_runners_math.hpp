@@ -563,6 +563,68 @@ void indexing_runners(std::map<std::string, Runner>& m) {
       });
     };
   };
+  // gather_nd / scatter_nd(_add) of x [4, 4] at the tuples (2, 1), (0, 3), (2, 1): elements.
+  auto nd = [&m](const char* n, int kind) {  // 0 gather_nd, 1 scatter_nd, 2 scatter_nd_add
+    m[n] = [=](R& r, DType d, bool ok) {
+      with_type(d, [&]<class T>() {
+        const auto a = inputs_a<T>(), b = inputs_b<T>();
+        const auto idx =
+            r.from_vector(std::vector<std::int64_t>{2, 1, 0, 3, 2, 1}, Shape{3, 2}, D0);
+        auto run = [&] {
+          const auto x = make(r, a, Shape{4, 4});
+          if (kind == 0) return ferry::gather_nd(x, idx);
+          const auto u = make(r, std::vector<T>(b.begin(), b.begin() + 3), Shape{3});
+          return kind == 1 ? ferry::scatter_nd(x, idx, u) : ferry::scatter_nd_add(x, idx, u);
+        };
+        if (!ok) {
+          EXPECT_DTYPE_ERROR(run());
+          return;
+        }
+        if (kind == 0) {
+          check_all(read<T>(run()), std::vector<T>{a[9], a[3], a[9]});
+          return;
+        }
+        std::vector<T> want = a;
+        const std::size_t at[3] = {9, 3, 9};
+        for (std::size_t k = 0; k < 3; ++k) {
+          if (kind == 1)
+            want[at[k]] = b[k];
+          else if constexpr (std::is_integral_v<T>)
+            want[at[k]] = wrap<T>(static_cast<i128>(want[at[k]]) + static_cast<i128>(b[k]));
+          else
+            want[at[k]] = static_cast<T>(static_cast<Host<T>>(ld(want[at[k]]) + ld(b[k])));
+        }
+        check_all(read<T>(run()), want);
+      });
+    };
+  };
+  nd("gather_nd", 0);
+  nd("scatter_nd", 1);
+  nd("scatter_nd_add", 2);
+  auto nd_index = [&m](const char* n, bool gather) {
+    m[n] = [=](R& r, DType d, bool ok) {
+      with_type(d, [&]<class I>() {
+        const auto a = inputs_a<float>();
+        const std::vector<I> iv{static_cast<I>(2), static_cast<I>(1)};
+        auto run = [&] {
+          const auto x = make(r, a, Shape{4, 4});
+          const auto i = make(r, iv, Shape{1, 2});
+          return gather ? ferry::gather_nd(x, i)
+                        : ferry::scatter_nd(x, i,
+                                            r.from_vector(std::vector<float>{5.5f}, Shape{1}, D0));
+        };
+        if (!ok) {
+          EXPECT_DTYPE_ERROR(run());
+          return;
+        }
+        std::vector<float> want = a;
+        want[9] = 5.5f;
+        check_all(read<float>(run()), gather ? std::vector<float>{a[9]} : want);
+      });
+    };
+  };
+  nd_index("gather_nd (the index)", true);
+  nd_index("scatter_nd (the index)", false);
   index_runner("scatter (the index)", 0);
   index_runner("scatter_add (the index)", 1);
   index_runner("select_assign (the index)", 2);

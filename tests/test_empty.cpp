@@ -171,7 +171,10 @@ TEST_CASE("every op on empty dims: right shapes, and every written element right
                       r.zeros({2, 0}, DType::f32, D0)),
               {2, 3}, std::vector<float>(6, 1.0f));
   same<float>(scatter_add(e03, 0, r.zeros({0, 3}, DType::i64, D0), e03), {0, 3}, {});
-  ran({"Scatter"});
+  same<float>(gather_nd(e03, r.zeros({0, 1}, DType::i64, D0)), {0, 3}, {});
+  same<float>(scatter_nd(e03, r.zeros({0, 1}, DType::i64, D0), r.zeros({0, 3}, DType::f32, D0)),
+              {0, 3}, {});
+  ran({"Scatter", "GatherNd", "ScatterNd"});
 
   // Quantized: empty [0, 64] through every quantized op, and the K == 0 matmul the issue found
   // returning an earlier buffer's values.

@@ -178,3 +178,49 @@ TEST_CASE("slice with negative steps reads the range backwards, as burn's s![a..
   CHECK(dequantize(slice(q, {Range{2, 5, -1}})).to_data().to_vector<float>() ==
         std::vector<float>{d[4], d[3], d[2]});
 }
+
+TEST_CASE("gather_nd and scatter_nd: slices at index tuples, as ONNX GatherND / ScatterND") {
+  const auto mode = GENERATE(Execution::Async, Execution::Inline);
+  R r(EigenCpu(1), {.execution = mode});
+  std::vector<std::int32_t> v(2 * 3 * 4);
+  for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<std::int32_t>(i);
+  const auto x = r.from_vector(v, Shape{2, 3, 4}, D0);
+  // m = 2: tuples (1, 2) and (0, 1) name rows of 4.
+  const auto i2 = r.from_vector(std::vector<std::int64_t>{1, 2, 0, 1}, Shape{2, 2}, D0);
+  const auto g = gather_nd(x, i2);
+  CHECK(g.shape() == Shape{2, 4});
+  CHECK(g.to_data().to_vector<std::int32_t>() ==
+        std::vector<std::int32_t>{20, 21, 22, 23, 4, 5, 6, 7});
+  // m = 3: single elements, the index's leading dims kept ([2, 1, 3] -> [2, 1]).
+  const auto i3 = r.from_vector(std::vector<std::int32_t>{1, 0, 3, 0, 2, 1}, Shape{2, 1, 3}, D0);
+  CHECK(gather_nd(x, i3).shape() == Shape{2, 1});
+  CHECK(gather_nd(x, i3).to_data().to_vector<std::int32_t>() == std::vector<std::int32_t>{15, 9});
+  // m = 0: the whole tensor per tuple.
+  CHECK(gather_nd(x, r.zeros({3, 0}, DType::i64, D0)).shape() == Shape{3, 2, 3, 4});
+  // scatter_nd writes the rows; a repeated tuple's last write wins; scatter_nd_add sums them.
+  const auto rep = r.from_vector(std::vector<std::int64_t>{0, 1, 0, 1}, Shape{2, 2}, D0);
+  std::vector<std::int32_t> u(8);
+  for (std::size_t i = 0; i < u.size(); ++i) u[i] = 100 + static_cast<std::int32_t>(i);
+  const auto up = r.from_vector(u, Shape{2, 4}, D0);
+  std::vector<std::int32_t> ws = v, wa = v;
+  for (std::size_t j = 0; j < 4; ++j) {
+    ws[4 + j] = u[4 + j];
+    wa[4 + j] += u[j] + u[4 + j];
+  }
+  CHECK(scatter_nd(x, rep, up).to_data().to_vector<std::int32_t>() == ws);
+  CHECK(scatter_nd_add(x, rep, up).to_data().to_vector<std::int32_t>() == wa);
+  CHECK(x.to_data().to_vector<std::int32_t>() == v);
+  // Errors: shapes and dtypes at the call, coordinates at the read.
+  REQUIRE_THROWS_MATCHES(gather_nd(x, r.zeros({2, 4}, DType::i64, D0)), ShapeError,
+                         Says("gather_nd: index of shape [2, 4] needs a last dim of at most"));
+  REQUIRE_THROWS_MATCHES(scatter_nd(x, i2, r.zeros({2, 3}, DType::i32, D0)), ShapeError,
+                         Says("scatter_nd: updates of shape [2, 3] must be [2, 4]"));
+  REQUIRE_THROWS_MATCHES(scatter_nd_add(cast(x, DType::boolean), i2, cast(up, DType::boolean)),
+                         DTypeError, Says("scatter_nd_add"));
+  const auto bad = r.from_vector(std::vector<std::int64_t>{1, 3}, Shape{1, 2}, D0);
+  REQUIRE_THROWS_MATCHES(gather_nd(x, bad).to_data(), Error,
+                         Says("gather_nd: index 3 (coordinate 1 of tuple 0) is out of range for "
+                              "dim 1 of size 3"));
+  REQUIRE_THROWS_MATCHES(scatter_nd(x, bad, r.zeros({1, 4}, DType::i32, D0)).to_data(), Error,
+                         Says("scatter_nd: index 3"));
+}

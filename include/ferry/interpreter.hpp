@@ -435,6 +435,26 @@ class Interpreter {
                                    std::move(v)));
     });
   }
+  void run(op::GatherNd& o) {
+    detail::with_plain_kind(o.in.dtype, [&]<Kind K>(std::integral_constant<Kind, K>) {
+      auto x = take<K>(o.in, "gather_nd");
+      auto i = take<Kind::Int>(o.index, "gather_nd");
+      put<K>(o.out, FERRY_KERNEL(H<K>, b_, gather_nd, std::move(x), std::move(i)));
+    });
+  }
+  void run(op::ScatterNd& o) {
+    detail::with_plain_kind(o.in.dtype, [&]<Kind K>(std::integral_constant<Kind, K>) {
+      const char* n = name(o.kind);
+      auto x = take<K>(o.in, n);
+      auto i = take<Kind::Int>(o.index, n);
+      auto v = take<K>(o.value, n);
+      if (o.kind == ScatterNdKind::scatter_nd)
+        put<K>(o.out, FERRY_KERNEL(H<K>, b_, scatter_nd, std::move(x), std::move(i), std::move(v)));
+      else
+        put<K>(o.out,
+               FERRY_KERNEL(H<K>, b_, scatter_nd_add, std::move(x), std::move(i), std::move(v)));
+    });
+  }
   void run(op::SliceAssign& o) {
     detail::with_plain_kind(o.in.dtype, [&]<Kind K>(std::integral_constant<Kind, K>) {
       auto x = take<K>(o.in, "slice_assign");

@@ -70,6 +70,8 @@ struct TensorRef {
 #define FERRY_REDUCE_KINDS(X) X(sum) X(prod) X(mean) X(max) X(min) X(argmax) X(argmin)
 /// Writes of `value` into a copy of `in` at `index` along a dim (`b.scatter(x, dim, index, src)`).
 #define FERRY_SCATTER_KINDS(X) X(scatter) X(scatter_add)
+/// ONNX ScatterND: slices of `value` written (added) at the index tuples of `index`.
+#define FERRY_SCATTER_ND_KINDS(X) X(scatter_nd) X(scatter_nd_add)
 /// Inclusive scans along one dim (the kernel: `b.cumsum(x, dim)`).
 #define FERRY_SCAN_KINDS(X) X(cumsum) X(cumprod) X(cummax) X(cummin)
 // clang-format on
@@ -88,6 +90,7 @@ enum class BinaryKind : std::uint8_t {
 enum class ReduceKind : std::uint8_t { FERRY_REDUCE_KINDS(FERRY_DETAIL_ENUM) };
 enum class ScanKind : std::uint8_t { FERRY_SCAN_KINDS(FERRY_DETAIL_ENUM) };
 enum class ScatterKind : std::uint8_t { FERRY_SCATTER_KINDS(FERRY_DETAIL_ENUM) };
+enum class ScatterNdKind : std::uint8_t { FERRY_SCATTER_ND_KINDS(FERRY_DETAIL_ENUM) };
 
 [[nodiscard]] inline const char* name(UnaryKind k) noexcept {
   static constexpr const char* n[] = {FERRY_UNARY_KINDS(FERRY_DETAIL_NAME)
@@ -112,6 +115,10 @@ enum class ScatterKind : std::uint8_t { FERRY_SCATTER_KINDS(FERRY_DETAIL_ENUM) }
 }
 [[nodiscard]] inline const char* name(ScatterKind k) noexcept {
   static constexpr const char* n[] = {FERRY_SCATTER_KINDS(FERRY_DETAIL_NAME)};
+  return n[static_cast<std::size_t>(k)];
+}
+[[nodiscard]] inline const char* name(ScatterNdKind k) noexcept {
+  static constexpr const char* n[] = {FERRY_SCATTER_ND_KINDS(FERRY_DETAIL_NAME)};
   return n[static_cast<std::size_t>(k)];
 }
 [[nodiscard]] constexpr bool is_comparison(BinaryKind k) noexcept {
@@ -275,6 +282,17 @@ struct Scatter {
   std::size_t dim = 0;
   TensorRef index, value, out;
 };
+/// ONNX GatherND (batch_dims 0): index [..., m] holds tuples into the first m dims of `in`; the
+/// result is index.shape[:-1] + in.shape[m:].
+struct GatherNd {
+  static constexpr const char* name = "gather_nd";
+  TensorRef in, index, out;
+};
+/// ONNX ScatterND: a copy of `in` with value[k] (shape in.shape[m:]) written or added at tuple k.
+struct ScatterNd {
+  ScatterNdKind kind;
+  TensorRef in, index, value, out;
+};
 struct Repeat {
   static constexpr const char* name = "repeat";
   TensorRef in;
@@ -354,13 +372,14 @@ struct Drop {
 };
 }  // namespace op
 
-using Op = std::variant<op::FromData, op::Full, op::Arange, op::Random, op::RandomInt, op::Unary,
-                        op::Binary, op::BinaryScalar, op::Clamp, op::Where, op::Cast, op::Reduce,
-                        op::Scan, op::Argsort, op::Matmul, op::Reshape, op::Permute, op::Flip,
-                        op::Expand, op::Slice, op::SliceAssign, op::Cat, op::Gather,
-                        op::IndexSelect, op::Scatter, op::Repeat, op::Quantize, op::QuantizeDynamic,
-                        op::Dequantize, op::QFromParts, op::QReshape, op::QPermute, op::QFlip,
-                        op::QSlice, op::QMatmul, op::Read, op::ToDevice, op::Drop>;
+using Op =
+    std::variant<op::FromData, op::Full, op::Arange, op::Random, op::RandomInt, op::Unary,
+                 op::Binary, op::BinaryScalar, op::Clamp, op::Where, op::Cast, op::Reduce, op::Scan,
+                 op::Argsort, op::Matmul, op::Reshape, op::Permute, op::Flip, op::Expand, op::Slice,
+                 op::SliceAssign, op::Cat, op::Gather, op::IndexSelect, op::Scatter, op::GatherNd,
+                 op::ScatterNd, op::Repeat, op::Quantize, op::QuantizeDynamic, op::Dequantize,
+                 op::QFromParts, op::QReshape, op::QPermute, op::QFlip, op::QSlice, op::QMatmul,
+                 op::Read, op::ToDevice, op::Drop>;
 
 /// X(T) for each op type op::T of Op, in Op's order (the interpreter declares one entry point
 /// per op type with it).
@@ -368,7 +387,7 @@ using Op = std::variant<op::FromData, op::Full, op::Arange, op::Random, op::Rand
 #define FERRY_OP_TYPES(X)                                                                        \
   X(FromData) X(Full) X(Arange) X(Random) X(RandomInt) X(Unary) X(Binary) X(BinaryScalar) X(Clamp) X(Where) \
   X(Cast) X(Reduce) X(Scan) X(Argsort) X(Matmul) X(Reshape) X(Permute) X(Flip) X(Expand) X(Slice)         \
-  X(SliceAssign) X(Cat) X(Gather) X(IndexSelect) X(Scatter) X(Repeat) X(Quantize) X(QuantizeDynamic)      \
+  X(SliceAssign) X(Cat) X(Gather) X(IndexSelect) X(Scatter) X(GatherNd) X(ScatterNd) X(Repeat) X(Quantize) X(QuantizeDynamic)      \
   X(Dequantize) X(QFromParts) X(QReshape) X(QPermute) X(QFlip) X(QSlice) X(QMatmul) X(Read)    \
   X(ToDevice) X(Drop)
 // clang-format on

@@ -158,6 +158,18 @@ TEST_CASE("async: one_hot of index 3 with 3 classes", "[async]") {
   w.check_intact();
 }
 
+TEST_CASE("async: gather_nd with coordinate 3 into a dim of size 3", "[async]") {
+  World w(CATALOGUE_MODES);
+  {
+    auto idx = w.r.full({1, 2}, 3, DType::i64, CpuDevice{0});
+    REQUIRE_KERNEL_RAISES(w, gather_nd(w.get("f32"), idx), ferry::IndexError,
+                          "op 'gather_nd' on device cpu:0 failed",
+                          "gather_nd: index 3 (coordinate 0 of tuple 0) is out of range for dim 0 "
+                          "of size 2");
+  }
+  w.check_intact();
+}
+
 TEST_CASE("async: quantize_dynamic of values spanning [-inf, inf]", "[async]") {
   World w(CATALOGUE_MODES);
   {

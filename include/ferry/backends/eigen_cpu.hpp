@@ -250,6 +250,9 @@ class EigenCpu {
   // scatter along a dim: assign or add (impl/scatter.hpp)
   CpuTensor scatter(CpuTensor a, std::size_t dim, CpuTensor index, CpuTensor src) const;
   CpuTensor scatter_add(CpuTensor a, std::size_t dim, CpuTensor index, CpuTensor src) const;
+  CpuTensor gather_nd(CpuTensor a, CpuTensor index) const;
+  CpuTensor scatter_nd(CpuTensor a, CpuTensor index, CpuTensor src) const;
+  CpuTensor scatter_nd_add(CpuTensor a, CpuTensor index, CpuTensor src) const;
   CpuTensor repeat(CpuTensor a, std::span<const std::int64_t> times) const;
 
   // ---- quantized (impl/quantized.hpp)

@@ -249,6 +249,8 @@ class Multi {
   FERRY_MULTI_SAME(gather)
   FERRY_MULTI_SAME(index_select)
   FERRY_SCATTER_KINDS(FERRY_MULTI_SAME)
+  FERRY_MULTI_SAME(gather_nd)
+  FERRY_SCATTER_ND_KINDS(FERRY_MULTI_SAME)
   FERRY_MULTI_SAME(repeat)
   FERRY_MULTI_FORWARD(where, detail::multi::Rule::same_last)
   FERRY_MULTI_FORWARD(argmax, detail::multi::Rule::to_int)

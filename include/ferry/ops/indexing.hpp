@@ -1,6 +1,7 @@
-// Ferry: scatter and scatter_add (one primitive op, op::Scatter), and as compositions of it and
-// the layout ops: scatter of a scalar, select_assign (index_add), one_hot and unfold. Included by
-// ferry/ops.hpp. PyTorch's names and semantics unless noted.
+// Ferry: scatter and scatter_add (op::Scatter), gather_nd and scatter_nd (op::GatherNd,
+// op::ScatterNd), and as compositions of those and the layout ops: scatter of a scalar,
+// select_assign (index_add), one_hot and unfold. Included by ferry/ops.hpp. PyTorch's names and
+// semantics, ONNX's for the nd ops.
 // SPDX-License-Identifier: MIT
 #pragma once
 
@@ -68,6 +69,66 @@ template <Backend B>
 [[nodiscard]] Tensor<B> scatter_add(Tensor<B> x, std::int64_t dim, Tensor<B> index, Tensor<B> src) {
   return detail::scatter_op(ScatterKind::scatter_add, std::move(x), dim, std::move(index),
                             std::move(src));
+}
+
+namespace detail {
+/// index.shape[:-1] + x.shape[m:] for an nd index [..., m] into x (ShapeError otherwise).
+template <Backend B>
+Shape nd_result(const char* op, const Tensor<B>& x, const Tensor<B>& index) {
+  want_kind(op, index.dtype(), {Kind::Int}, "an int index");
+  if (index.rank() == 0 || index.shape()[index.rank() - 1] > static_cast<std::int64_t>(x.rank()))
+    raise<ShapeError>("shape", "{}: index of shape {} needs a last dim of at most the rank of {}",
+                      op, index.shape(), x.shape());
+  const auto m = static_cast<std::size_t>(index.shape()[index.rank() - 1]);
+  std::vector<std::int64_t> s(index.shape().begin(), index.shape().end() - 1);
+  for (std::size_t d = m; d < x.rank(); ++d) s.push_back(x.shape()[d]);
+  return Shape(std::move(s));
+}
+template <Backend B>
+Tensor<B> scatter_nd_op(ScatterNdKind k, Tensor<B> x, Tensor<B> index, Tensor<B> updates) {
+  const char* op = name(k);
+  const auto dev = common_device(op, x, index, updates);
+  if (k == ScatterNdKind::scatter_nd_add)
+    want_kind(op, x.dtype(), {Kind::Float, Kind::Int}, "float or int operands");
+  else
+    not_quantized(op, x.dtype());
+  same_dtype(op, x.dtype(), updates.dtype());
+  const Shape want = nd_result(op, x, index);
+  if (updates.shape() != want)
+    raise<ShapeError>("shape", "{}: updates of shape {} must be {} (index {}, tensor {})", op,
+                      updates.shape(), want, index.shape(), x.shape());
+  op::ScatterNd o{k, TA<B>::ref(x), TA<B>::ref(index), TA<B>::ref(updates),
+                  out_ref(x, x.shape(), x.dtype())};
+  return emit(TA<B>::core(x, op), dev, std::move(o), x, index, updates);
+}
+}  // namespace detail
+
+/// ONNX GatherND (batch_dims 0): index [..., m] holds tuples of m coordinates into x's first m
+/// dims; the result, index.shape[:-1] + x.shape[m:], holds the slice each tuple names. A
+/// coordinate outside its dim (negative ones too: they are not wrapped) is an IndexError naming
+/// it, its tuple and the dim, at the read. Every dtype.
+template <Backend B>
+[[nodiscard]] Tensor<B> gather_nd(Tensor<B> x, Tensor<B> index) {
+  const auto dev = detail::common_device("gather_nd", x, index);
+  detail::not_quantized("gather_nd", x.dtype());
+  Shape s = detail::nd_result("gather_nd", x, index);
+  op::GatherNd o{detail::TA<B>::ref(x), detail::TA<B>::ref(index),
+                 detail::out_ref(x, std::move(s), x.dtype())};
+  return detail::emit(detail::TA<B>::core(x, "gather_nd"), dev, std::move(o), x, index);
+}
+/// ONNX ScatterND: a copy of x with updates[k, ...] written at the slice tuple k of index names
+/// (updates has gather_nd's result shape). Repeated tuples: the last wins (ONNX leaves it
+/// undefined). Every dtype.
+template <Backend B>
+[[nodiscard]] Tensor<B> scatter_nd(Tensor<B> x, Tensor<B> index, Tensor<B> updates) {
+  return detail::scatter_nd_op(ScatterNdKind::scatter_nd, std::move(x), std::move(index),
+                               std::move(updates));
+}
+/// ONNX ScatterND with reduction "add": repeated tuples accumulate, in order. Float and int.
+template <Backend B>
+[[nodiscard]] Tensor<B> scatter_nd_add(Tensor<B> x, Tensor<B> index, Tensor<B> updates) {
+  return detail::scatter_nd_op(ScatterNdKind::scatter_nd_add, std::move(x), std::move(index),
+                               std::move(updates));
 }
 
 /// burn's select_assign, torch.Tensor.index_add(dim, index, source): x with source's slice i
