@@ -193,385 +193,27 @@ class Interpreter {
     reg_.template put<K>(out.id, std::move(h), n);
   }
 
-  // ---- data in / out, creation -------------------------------------------------------
-  void run(op::FromData& o) {
-    detail::with_plain_kind(o.out.dtype, [&]<Kind K>(std::integral_constant<Kind, K>) {
-      if constexpr (K == Kind::Float)
-        put<K>(o.out, b_.float_from_data(std::move(o.data), device_));
-      else if constexpr (K == Kind::Int)
-        put<K>(o.out, b_.int_from_data(std::move(o.data), device_));
-      else
-        put<K>(o.out, b_.bool_from_data(std::move(o.data), device_));
-    });
-  }
-  void run(op::Full& o) {
-    const auto& s = o.out.shape;
-    const auto d = o.out.dtype;
-    detail::with_plain_kind(d, [&]<Kind K>(std::integral_constant<Kind, K>) {
-      if constexpr (K == Kind::Float)
-        put<K>(o.out, FERRY_KERNEL(H<K>, b_, float_full, s, d, o.value, device_));
-      else if constexpr (K == Kind::Int)
-        put<K>(o.out, FERRY_KERNEL(H<K>, b_, int_full, s, d, o.value, device_));
-      else
-        put<K>(o.out, FERRY_KERNEL(H<K>, b_, bool_full, s, d, o.value, device_));
-    });
-  }
-  void run(op::Arange& o) {
-    const auto n = o.out.shape.numel();
-    const auto d = o.out.dtype;
-    detail::with_plain_kind(d, [&]<Kind K>(std::integral_constant<Kind, K>) {
-      if constexpr (K == Kind::Float)
-        put<K>(o.out, FERRY_KERNEL(H<K>, b_, float_arange, o.start, o.step, n, d, device_));
-      else if constexpr (K == Kind::Int)
-        put<K>(o.out, FERRY_KERNEL(H<K>, b_, int_arange, o.start, o.step, n, d, device_));
-      else
-        detail::raise<DTypeError>("dtype", "arange: bool is not a valid dtype");
-    });
-  }
-  void run(op::RandomInt& o) {
-    put<Kind::Int>(o.out, FERRY_KERNEL(H<Kind::Int>, b_, int_random, o.out.shape, o.out.dtype,
-                                       o.low, o.high, o.seed, device_));
-  }
-  void run(op::Random& o) {
-    put<Kind::Float>(o.out, FERRY_KERNEL(H<Kind::Float>, b_, float_random, o.out.shape, o.out.dtype,
-                                         o.dist, o.seed, device_));
-  }
+  // The op bodies, one family a file: interpreter/compute.hpp (creation, element-wise,
+  // reductions, scans, sorting, matmul) and interpreter/layout.hpp (layout, indexing,
+  // quantized, runtime).
+#define FERRY_DETAIL_RUN(T) void run(op::T& o);
+  FERRY_OP_TYPES(FERRY_DETAIL_RUN)
+#undef FERRY_DETAIL_RUN
 
-  // ---- elementwise -------------------------------------------------------------------------
-  void run(op::Unary& o) {
-    detail::with_plain_kind(o.in.dtype, [&]<Kind K>(std::integral_constant<Kind, K>) {
-      auto x = take<K>(o.in, name(o.kind));
-      switch (o.kind) {
-#define FERRY_DETAIL_CASE(n)                                \
-  case UnaryKind::n:                                        \
-    put<K>(o.out, FERRY_KERNEL(H<K>, b_, n, std::move(x))); \
-    break;
-        FERRY_UNARY_KINDS(FERRY_DETAIL_CASE)
-        FERRY_UNARY_COMPOSITE_KINDS(FERRY_DETAIL_CASE)
-#undef FERRY_DETAIL_CASE
-#define FERRY_DETAIL_CASE(n)                                                  \
-  case UnaryKind::n:                                                          \
-    put<Kind::Bool>(o.out, FERRY_KERNEL(H<Kind::Bool>, b_, n, std::move(x))); \
-    break;
-        FERRY_PREDICATE_KINDS(FERRY_DETAIL_CASE)
-#undef FERRY_DETAIL_CASE
-      }
-    });
-  }
-  void run(op::Binary& o) {
-    detail::with_plain_kind(o.lhs.dtype, [&]<Kind K>(std::integral_constant<Kind, K>) {
-      const char* nm = name(o.kind);
-      auto x = take<K>(o.lhs, nm);
-      auto y = take<K>(o.rhs, nm);
-      switch (o.kind) {
-#define FERRY_DETAIL_CASE(n)                                              \
-  case BinaryKind::n:                                                     \
-    put<K>(o.out, FERRY_KERNEL(H<K>, b_, n, std::move(x), std::move(y))); \
-    break;
-        FERRY_ARITH_KINDS(FERRY_DETAIL_CASE)
-        FERRY_ARITH_COMPOSITE_KINDS(FERRY_DETAIL_CASE)
-#undef FERRY_DETAIL_CASE
-#define FERRY_DETAIL_CASE(n)                                                                \
-  case BinaryKind::n:                                                                       \
-    put<Kind::Bool>(o.out, FERRY_KERNEL(H<Kind::Bool>, b_, n, std::move(x), std::move(y))); \
-    break;
-        FERRY_COMPARE_KINDS(FERRY_DETAIL_CASE)
-        FERRY_LOGICAL_KINDS(FERRY_DETAIL_CASE)
-        FERRY_LOGICAL_COMPOSITE_KINDS(FERRY_DETAIL_CASE)
-#undef FERRY_DETAIL_CASE
-      }
-    });
-  }
-  void run(op::BinaryScalar& o) {
-    detail::with_plain_kind(o.lhs.dtype, [&]<Kind K>(std::integral_constant<Kind, K>) {
-      auto x = take<K>(o.lhs, name(o.kind));
-      switch (o.kind) {
-#define FERRY_DETAIL_CASE(n)                                                \
-  case BinaryKind::n:                                                       \
-    put<K>(o.out, FERRY_KERNEL(H<K>, b_, n##_scalar, std::move(x), o.rhs)); \
-    break;
-        FERRY_ARITH_KINDS(FERRY_DETAIL_CASE)
-        FERRY_ARITH_COMPOSITE_KINDS(FERRY_DETAIL_CASE)
-#undef FERRY_DETAIL_CASE
-#define FERRY_DETAIL_CASE(n)                                                                  \
-  case BinaryKind::n:                                                                         \
-    put<Kind::Bool>(o.out, FERRY_KERNEL(H<Kind::Bool>, b_, n##_scalar, std::move(x), o.rhs)); \
-    break;
-        FERRY_COMPARE_KINDS(FERRY_DETAIL_CASE)
-#undef FERRY_DETAIL_CASE
-        default:
-          detail::raise<Unsupported>("unsupported", "'{}' has no scalar form", name(o.kind));
-      }
-    });
-  }
-  void run(op::Clamp& o) {
-    detail::with_plain_kind(o.in.dtype, [&]<Kind K>(std::integral_constant<Kind, K>) {
-      auto x = take<K>(o.in, "clamp");
-      put<K>(o.out, FERRY_KERNEL(H<K>, b_, clamp, std::move(x), o.lo, o.hi));
-    });
-  }
-  void run(op::Where& o) {
-    auto m = take<Kind::Bool>(o.mask, "where");
-    detail::with_plain_kind(o.a.dtype, [&]<Kind K>(std::integral_constant<Kind, K>) {
-      auto x = take<K>(o.a, "where");
-      auto y = take<K>(o.b, "where");
-      put<K>(o.out, FERRY_KERNEL(H<K>, b_, where, std::move(m), std::move(x), std::move(y)));
-    });
-  }
-  void run(op::Cast& o) {
-    detail::with_plain_kind(o.in.dtype, [&]<Kind K>(std::integral_constant<Kind, K>) {
-      auto x = take<K>(o.in, "cast");
-      detail::with_plain_kind(o.out.dtype, [&]<Kind KO>(std::integral_constant<Kind, KO>) {
-        if constexpr (KO == Kind::Float)
-          put<KO>(o.out, FERRY_KERNEL(H<KO>, b_, to_float, std::move(x), o.out.dtype));
-        else if constexpr (KO == Kind::Int)
-          put<KO>(o.out, FERRY_KERNEL(H<KO>, b_, to_int, std::move(x), o.out.dtype));
-        else
-          put<KO>(o.out, FERRY_KERNEL(H<KO>, b_, to_bool, std::move(x)));
-      });
-    });
-  }
-
-  // ---- reductions, matmul ------------------------------------------------------------------
-  void run(op::Reduce& o) {
-    detail::with_plain_kind(o.in.dtype, [&]<Kind K>(std::integral_constant<Kind, K>) {
-      auto x = take<K>(o.in, name(o.kind));
-      switch (o.kind) {
-#define FERRY_DETAIL_CASE(n)                                                  \
-  case ReduceKind::n:                                                         \
-    put<K>(o.out, FERRY_KERNEL(H<K>, b_, n, std::move(x), o.dim, o.keepdim)); \
-    break;
-        FERRY_DETAIL_CASE(sum)
-        FERRY_DETAIL_CASE(prod)
-        FERRY_DETAIL_CASE(mean)
-        FERRY_DETAIL_CASE(max)
-        FERRY_DETAIL_CASE(min)
-#undef FERRY_DETAIL_CASE
-#define FERRY_DETAIL_CASE(n)                                                                  \
-  case ReduceKind::n:                                                                         \
-    put<Kind::Int>(o.out, FERRY_KERNEL(H<Kind::Int>, b_, n, std::move(x), o.dim, o.keepdim)); \
-    break;
-        FERRY_DETAIL_CASE(argmax) FERRY_DETAIL_CASE(argmin)
-#undef FERRY_DETAIL_CASE
-      }
-    });
-  }
-  void run(op::Scan& o) {
-    detail::with_plain_kind(o.in.dtype, [&]<Kind K>(std::integral_constant<Kind, K>) {
-      auto x = take<K>(o.in, name(o.kind));
-      switch (o.kind) {
-#define FERRY_DETAIL_CASE(n)                                       \
-  case ScanKind::n:                                                \
-    put<K>(o.out, FERRY_KERNEL(H<K>, b_, n, std::move(x), o.dim)); \
-    break;
-        FERRY_SCAN_KINDS(FERRY_DETAIL_CASE)
-#undef FERRY_DETAIL_CASE
-      }
-    });
-  }
-  void run(op::Argsort& o) {
-    detail::with_plain_kind(o.in.dtype, [&]<Kind K>(std::integral_constant<Kind, K>) {
-      auto x = take<K>(o.in, "argsort");
-      put<Kind::Int>(
-          o.out, FERRY_KERNEL(H<Kind::Int>, b_, argsort, std::move(x), o.dim, o.descending, o.k));
-    });
-  }
-  void run(op::Matmul& o) {
-    detail::with_plain_kind(o.lhs.dtype, [&]<Kind K>(std::integral_constant<Kind, K>) {
-      auto x = take<K>(o.lhs, "matmul");
-      auto y = take<K>(o.rhs, "matmul");
-      put<K>(o.out, FERRY_KERNEL(H<K>, b_, matmul, std::move(x), std::move(y)));
-    });
-  }
-
-  // ---- layout ---------------------------------------------------------------------------------
   template <class O, class Call>
   void unary_layout(O& o, Call&& call) {
     detail::with_plain_kind(o.in.dtype, [&]<Kind K>(std::integral_constant<Kind, K> k) {
       put<K>(o.out, call(k, take<K>(o.in, O::name)));
     });
   }
-  void run(op::Reshape& o) {
-    unary_layout(o, [&]<Kind K>(std::integral_constant<Kind, K>, H<K> x) {
-      return FERRY_KERNEL(H<K>, b_, reshape, std::move(x), o.out.shape);
-    });
-  }
-  void run(op::Permute& o) {
-    unary_layout(o, [&]<Kind K>(std::integral_constant<Kind, K>, H<K> x) {
-      return FERRY_KERNEL(H<K>, b_, permute, std::move(x), std::span<const std::size_t>(o.perm));
-    });
-  }
-  void run(op::Flip& o) {
-    unary_layout(o, [&]<Kind K>(std::integral_constant<Kind, K>, H<K> x) {
-      return FERRY_KERNEL(H<K>, b_, flip, std::move(x), std::span<const std::size_t>(o.axes));
-    });
-  }
-  void run(op::Expand& o) {
-    unary_layout(o, [&]<Kind K>(std::integral_constant<Kind, K>, H<K> x) {
-      return FERRY_KERNEL(H<K>, b_, expand, std::move(x), o.out.shape);
-    });
-  }
-  void run(op::Slice& o) {
-    unary_layout(o, [&]<Kind K>(std::integral_constant<Kind, K>, H<K> x) {
-      return FERRY_KERNEL(H<K>, b_, slice, std::move(x), std::span<const Range>(o.ranges));
-    });
-  }
-  void run(op::Repeat& o) {
-    unary_layout(o, [&]<Kind K>(std::integral_constant<Kind, K>, H<K> x) {
-      return FERRY_KERNEL(H<K>, b_, repeat, std::move(x), std::span<const std::int64_t>(o.times));
-    });
-  }
-  void run(op::Scatter& o) {
-    detail::with_plain_kind(o.in.dtype, [&]<Kind K>(std::integral_constant<Kind, K>) {
-      const char* n = name(o.kind);
-      auto x = take<K>(o.in, n);
-      auto i = take<Kind::Int>(o.index, n);
-      auto v = take<K>(o.value, n);
-      if (o.kind == ScatterKind::scatter)
-        put<K>(o.out,
-               FERRY_KERNEL(H<K>, b_, scatter, std::move(x), o.dim, std::move(i), std::move(v)));
-      else
-        put<K>(o.out, FERRY_KERNEL(H<K>, b_, scatter_add, std::move(x), o.dim, std::move(i),
-                                   std::move(v)));
-    });
-  }
-  void run(op::GatherNd& o) {
-    detail::with_plain_kind(o.in.dtype, [&]<Kind K>(std::integral_constant<Kind, K>) {
-      auto x = take<K>(o.in, "gather_nd");
-      auto i = take<Kind::Int>(o.index, "gather_nd");
-      put<K>(o.out, FERRY_KERNEL(H<K>, b_, gather_nd, std::move(x), std::move(i)));
-    });
-  }
-  void run(op::ScatterNd& o) {
-    detail::with_plain_kind(o.in.dtype, [&]<Kind K>(std::integral_constant<Kind, K>) {
-      const char* n = name(o.kind);
-      auto x = take<K>(o.in, n);
-      auto i = take<Kind::Int>(o.index, n);
-      auto v = take<K>(o.value, n);
-      if (o.kind == ScatterNdKind::scatter_nd)
-        put<K>(o.out, FERRY_KERNEL(H<K>, b_, scatter_nd, std::move(x), std::move(i), std::move(v)));
-      else
-        put<K>(o.out,
-               FERRY_KERNEL(H<K>, b_, scatter_nd_add, std::move(x), std::move(i), std::move(v)));
-    });
-  }
-  void run(op::SliceAssign& o) {
-    detail::with_plain_kind(o.in.dtype, [&]<Kind K>(std::integral_constant<Kind, K>) {
-      auto x = take<K>(o.in, "slice_assign");
-      auto v = take<K>(o.value, "slice_assign");
-      put<K>(o.out, FERRY_KERNEL(H<K>, b_, slice_assign, std::move(x),
-                                 std::span<const Range>(o.ranges), std::move(v)));
-    });
-  }
-  void run(op::Cat& o) {
-    detail::with_plain_kind(o.out.dtype, [&]<Kind K>(std::integral_constant<Kind, K>) {
-      std::vector<H<K>> xs;
-      xs.reserve(o.ins.size());
-      for (const auto& r : o.ins) xs.push_back(take<K>(r, "cat"));
-      put<K>(o.out, FERRY_KERNEL(H<K>, b_, cat, std::move(xs), o.dim));
-    });
-  }
-  void run(op::Gather& o) {
-    detail::with_plain_kind(o.in.dtype, [&]<Kind K>(std::integral_constant<Kind, K>) {
-      auto x = take<K>(o.in, "gather");
-      auto idx = take<Kind::Int>(o.index, "gather");
-      put<K>(o.out, FERRY_KERNEL(H<K>, b_, gather, std::move(x), o.dim, std::move(idx)));
-    });
-  }
-  void run(op::IndexSelect& o) {
-    detail::with_plain_kind(o.in.dtype, [&]<Kind K>(std::integral_constant<Kind, K>) {
-      auto x = take<K>(o.in, "index_select");
-      auto idx = take<Kind::Int>(o.index, "index_select");
-      put<K>(o.out, FERRY_KERNEL(H<K>, b_, index_select, std::move(x), o.dim, std::move(idx)));
-    });
-  }
-
-  // ---- quantized ------------------------------------------------------------------------------
   // Each uses the backend's kernel when it has one, else the host path through QuantizedParts
   // (detail/quant_host.hpp), so quantized ops work on every backend.
   using QH = H<Kind::Quantized>;
-  void run(op::Quantize& o) {
-    put<Kind::Quantized>(o.out, detail::qhost::quantize(b_, take<Kind::Float>(o.in, "quantize"),
-                                                        o.scheme, o.scales, o.offsets, device_));
-  }
-  void run(op::QuantizeDynamic& o) {
-    put<Kind::Quantized>(
-        o.out, detail::qhost::quantize_dynamic(b_, take<Kind::Float>(o.in, "quantize_dynamic"),
-                                               o.scheme, device_));
-  }
-  void run(op::Dequantize& o) {
-    put<Kind::Float>(o.out, detail::qhost::dequantize(b_, take<Kind::Quantized>(o.in, "dequantize"),
-                                                      o.out.dtype, device_));
-  }
-  void run(op::QFromParts& o) {
-    put<Kind::Quantized>(o.out, b_.q_from_parts(std::move(o.parts), device_));
-  }
   template <class O, class Kernel, class Host>
   void q_layout(O& o, Kernel&& kernel, Host&& host) {
     put<Kind::Quantized>(o.out, detail::qhost::layout(b_, take<Kind::Quantized>(o.in, O::name),
                                                       device_, kernel, host));
   }
-  void run(op::QReshape& o) {
-    const Shape& to = o.out.shape;
-    q_layout(
-        o,
-        [&](auto& b, QH q) -> decltype(b.q_reshape(std::move(q), to)) {
-          return b.q_reshape(std::move(q), to);
-        },
-        [&](const quant::QuantizedParts& p) { return quant::q_reshape(p, to); });
-  }
-  void run(op::QPermute& o) {
-    const std::span<const std::int64_t> perm(o.perm);
-    q_layout(
-        o,
-        [&](auto& b, QH q) -> decltype(b.q_permute(std::move(q), perm)) {
-          return b.q_permute(std::move(q), perm);
-        },
-        [&](const quant::QuantizedParts& p) { return quant::q_permute(p, perm); });
-  }
-  void run(op::QFlip& o) {
-    const std::span<const std::int64_t> axes(o.axes);
-    q_layout(
-        o,
-        [&](auto& b, QH q) -> decltype(b.q_flip(std::move(q), axes)) {
-          return b.q_flip(std::move(q), axes);
-        },
-        [&](const quant::QuantizedParts& p) { return quant::q_flip(p, axes); });
-  }
-  void run(op::QSlice& o) {
-    const std::span<const std::pair<std::int64_t, std::int64_t>> r(o.ranges);
-    q_layout(
-        o,
-        [&](auto& b, QH q) -> decltype(b.q_slice(std::move(q), r)) {
-          return b.q_slice(std::move(q), r);
-        },
-        [&](const quant::QuantizedParts& p) { return quant::q_slice(p, r); });
-  }
-  void run(op::QMatmul& o) {
-    auto x = take<Kind::Float>(o.lhs, "q_matmul");
-    auto w = take<Kind::Quantized>(o.rhs, "q_matmul");
-    put<Kind::Float>(o.out,
-                     detail::qhost::q_matmul(b_, std::move(x), std::move(w), o.lhs.dtype, device_));
-  }
-
-  // ---- runtime ---------------------------------------------------------------------------------
-  void run(op::Read& o) {
-    detail::with_kind(o.in.dtype, [&]<Kind K>(std::integral_constant<Kind, K>) {
-      auto h = take<K>(o.in, "read");
-      if constexpr (K == Kind::Float)
-        o.slot->result.set_value(b_.float_into_data(std::move(h)));
-      else if constexpr (K == Kind::Int)
-        o.slot->result.set_value(b_.int_into_data(std::move(h)));
-      else if constexpr (K == Kind::Bool)
-        o.slot->result.set_value(b_.bool_into_data(std::move(h)));
-      else
-        o.slot->result.set_value(b_.q_into_parts(std::move(h)));
-    });
-  }
-  void run(op::ToDevice&) {
-    detail::raise<Error>("internal", "to_device runs through Interpreter::send/receive");
-  }
-  void run(op::Drop& o) { reg_.drop(o.in.id); }
 
   // The backend's transfer for the kind `h` holds.
   Handle copy_to(Handle h, const Device& target) {
@@ -642,6 +284,13 @@ class Interpreter {
   HandleRegistry<B> reg_;
   DeviceStats stats_;
 };
+
+}  // namespace ferry
+
+#include "ferry/interpreter/compute.hpp"
+#include "ferry/interpreter/layout.hpp"
+
+namespace ferry {
 
 template <Backend B>
 void Interpreter<B>::execute(Op& o) {
