@@ -18,16 +18,21 @@
 namespace ferry {
 
 namespace detail {
+/// The dtype rules of the scatters: any plain dtype is written, float and int are added; the
+/// source has the tensor's dtype.
+inline void scatter_dtypes(const char* op, bool add, DType x, DType src) {
+  if (add)
+    want_kind(op, x, {Kind::Float, Kind::Int}, "float or int operands");
+  else
+    not_quantized(op, x);
+  same_dtype(op, x, src);
+}
 template <Backend B>
 Tensor<B> scatter_op(ScatterKind k, Tensor<B> x, std::int64_t dim, Tensor<B> index, Tensor<B> src) {
   const char* op = name(k);
   const auto dev = common_device(op, x, index, src);
-  if (k == ScatterKind::scatter_add)
-    want_kind(op, x.dtype(), {Kind::Float, Kind::Int}, "float or int operands");
-  else
-    not_quantized(op, x.dtype());
+  scatter_dtypes(op, k == ScatterKind::scatter_add, x.dtype(), src.dtype());
   want_kind(op, index.dtype(), {Kind::Int}, "an int index");
-  same_dtype(op, x.dtype(), src.dtype());
   const std::size_t d = x.shape().axis(dim, op);
   const std::size_t r = x.rank();
   bool ok = index.rank() == r && src.rank() == r;
@@ -88,11 +93,7 @@ template <Backend B>
 Tensor<B> scatter_nd_op(ScatterNdKind k, Tensor<B> x, Tensor<B> index, Tensor<B> updates) {
   const char* op = name(k);
   const auto dev = common_device(op, x, index, updates);
-  if (k == ScatterNdKind::scatter_nd_add)
-    want_kind(op, x.dtype(), {Kind::Float, Kind::Int}, "float or int operands");
-  else
-    not_quantized(op, x.dtype());
-  same_dtype(op, x.dtype(), updates.dtype());
+  scatter_dtypes(op, k == ScatterNdKind::scatter_nd_add, x.dtype(), updates.dtype());
   const Shape want = nd_result(op, x, index);
   if (updates.shape() != want)
     raise<ShapeError>("shape", "{}: updates of shape {} must be {} (index {}, tensor {})", op,
