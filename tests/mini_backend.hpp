@@ -4,6 +4,7 @@
 #pragma once
 
 #include <array>
+#include <ferry/backends/multi.hpp>
 #include <ferry/ferry.hpp>
 #include <memory>
 #include <stdexcept>
@@ -122,3 +123,13 @@ struct fmt::formatter<mini::Device> : fmt::formatter<std::string_view> {
     return fmt::format_to(ctx.out(), "mini:{}", d.index);
   }
 };
+
+// Each router runtime the tests use over these backends is compiled once, in tests/mini_*.cpp
+// (FERRY_INSTANTIATE_BACKEND), not in every test file that makes such a router: the pattern
+// router.hpp documents for a user's backend, and ~20 s of compile time per test file saved.
+FERRY_EXTERN_BACKEND(mini::Backend);
+FERRY_EXTERN_BACKEND(mini::Faulty);
+FERRY_EXTERN_BACKEND(mini::MoveOnly);
+FERRY_EXTERN_BACKEND(ferry::Multi<ferry::EigenCpu, mini::Backend>);
+FERRY_EXTERN_BACKEND(ferry::Multi<ferry::EigenCpu, mini::Faulty>);
+FERRY_EXTERN_BACKEND(ferry::Multi<ferry::EigenCpu, mini::MoveOnly>);

@@ -1,0 +1,7 @@
+// Router runtimes over tests/mini_backend.hpp's backends, compiled once for every test binary
+// (declared extern in mini_backend.hpp). Two files, so that a 2-job build compiles them at once.
+#include "mini_backend.hpp"
+
+FERRY_INSTANTIATE_BACKEND(mini::Backend);
+FERRY_INSTANTIATE_BACKEND(mini::Faulty);
+FERRY_INSTANTIATE_BACKEND(mini::MoveOnly);
