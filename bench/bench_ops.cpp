@@ -1,5 +1,6 @@
-// Ferry benchmarks for the operations of #18: topk against a full sort, and cumsum against an
-// add of the same size, each through an async router with one kernel thread, synced.
+// Ferry benchmarks for the operations of #18: topk against a full sort, cumsum against an add of
+// the same size, and the fused softmax against its decomposition, each through an async router
+// with one kernel thread, synced.
 // SPDX-License-Identifier: Apache-2.0
 #include "common.hpp"
 
@@ -41,6 +42,34 @@ void cumsum_16mi(benchmark::State& st) {
   st.counters["per_iter_items"] = static_cast<double>(kScanN);
 }
 BENCHMARK(cumsum_16mi)->Name("cumsum_16Mi")->UseRealTime()->Unit(benchmark::kMillisecond);
+
+// softmax over the rows of a [4096, 4096] f32 (64 MiB): the fused op (A) and the decomposition a
+// backend without the kernel records (B: max, sub, exp, sum, div, five 64 MiB passes or more).
+constexpr std::int64_t kSoftmaxRows = 4096;
+void softmax_rows(benchmark::State& st, bool fused) {
+  R router(EigenCpu(1), async_mode(1));
+  const T x = router.from_data(host_data(Shape{kSoftmaxRows, kSoftmaxRows}), CpuDevice{0});
+  auto run = [&] { return fused ? softmax(x, 1) : detail::decompose::softmax(x, 1); };
+  {
+    const T warm = run();  // the memory cache holds the sizes the loop asks for
+    router.sync();
+  }
+  for (auto _ : st) {
+    T y = run();
+    router.sync();
+    benchmark::DoNotOptimize(y);
+  }
+}
+void softmax_fused(benchmark::State& st) { softmax_rows(st, true); }
+void softmax_decomposed(benchmark::State& st) { softmax_rows(st, false); }
+BENCHMARK(softmax_fused)
+    ->Name("softmax_4096^2/fused")
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(softmax_decomposed)
+    ->Name("softmax_4096^2/decomposition")
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace ferry::bench

@@ -1,9 +1,10 @@
 // The composite ops (silu, hard_sigmoid, log_sigmoid, gelu_tanh, isnan, isinf, isfinite, hypot,
-// prelu, leaky_relu, logical_xor): recorded as the op itself on a backend with its kernel, and
-// as its decomposition on one without (ferry/ops/composite.hpp). The two paths are compared with
-// each other and with values computed here by formula.
+// prelu, leaky_relu, logical_xor, softmax, log_softmax): recorded as the op itself on a backend
+// with its kernel, and as its decomposition on one without (ferry/ops/composite.hpp). The two paths
+// are compared with each other and with values computed here by formula.
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <set>
 #include <string>
@@ -28,6 +29,7 @@ struct NoComposite : EigenCpu {
   FERRY_PREDICATE_KINDS(FERRY_T_HIDE)
   FERRY_ARITH_COMPOSITE_KINDS(FERRY_T_HIDE)
   FERRY_LOGICAL_COMPOSITE_KINDS(FERRY_T_HIDE)
+  FERRY_SOFTMAX_KINDS(FERRY_T_HIDE)
   FERRY_T_HIDE(hypot_scalar)
   FERRY_T_HIDE(prelu_scalar)
 #undef FERRY_T_HIDE
@@ -35,11 +37,14 @@ struct NoComposite : EigenCpu {
 
 static_assert(detail::has_kernel_silu<EigenCpu> && detail::has_kernel_isnan<EigenCpu> &&
               detail::has_kernel_hypot<EigenCpu> && detail::has_kernel_prelu_scalar<EigenCpu> &&
-              detail::has_kernel_logical_xor<EigenCpu>);
+              detail::has_kernel_logical_xor<EigenCpu> && detail::has_kernel_softmax<EigenCpu> &&
+              detail::has_kernel_log_softmax<EigenCpu>);
 static_assert(!detail::has_kernel_silu<NoComposite> && !detail::has_kernel_isnan<NoComposite> &&
               !detail::has_kernel_hypot<NoComposite> &&
               !detail::has_kernel_prelu_scalar<NoComposite> &&
-              !detail::has_kernel_logical_xor<NoComposite>);
+              !detail::has_kernel_logical_xor<NoComposite> &&
+              !detail::has_kernel_softmax<NoComposite> &&
+              !detail::has_kernel_log_softmax<NoComposite>);
 
 constexpr double inf = std::numeric_limits<double>::infinity();
 constexpr double qnan = std::numeric_limits<double>::quiet_NaN();
@@ -188,18 +193,42 @@ TEST_CASE("composite ops: the kernel and the decomposition agree with the formul
   CHECK((p_d ^ flip(p_d, {1})).to_data().to_vector<bool>() ==
         std::vector<bool>{true, true, true, true});
 
+  // softmax and log_softmax of [3, 4] along each dim (rows of -inf but one: exactly one-hot).
+  const std::vector<double> sv{1, -inf, 3, -2, 0.5, -inf, 0.25, 40, -1, -inf, 2, -40};
+  for (std::int64_t dim : {0, 1}) {
+    for (bool lg : {false, true}) {
+      INFO("dim " << dim << (lg ? " log_softmax" : " softmax"));
+      auto f = [&](auto t) { return lg ? log_softmax(t, dim) : softmax(t, dim); };
+      const auto smk = values(f(k.from_vector(sv, Shape{3, 4}, CpuDevice{0})));
+      const auto smd = values(f(d.from_vector(sv, Shape{3, 4}, CpuDevice{0})));
+      std::vector<double> want;
+      for (int i = 0; i < 12; ++i) {  // the formula, in double, along `dim`
+        const int row = i / 4, col = i % 4;
+        double m = -inf, s = 0;
+        for (int j = 0; j < (dim == 0 ? 3 : 4); ++j)
+          m = std::max(m, sv[dim == 0 ? j * 4 + col : row * 4 + j]);
+        for (int j = 0; j < (dim == 0 ? 3 : 4); ++j)
+          s += std::exp(sv[dim == 0 ? j * 4 + col : row * 4 + j] - m);
+        want.push_back(lg ? sv[i] - m - std::log(s) : std::exp(sv[i] - m) / s);
+      }
+      check_close(smk, want, 4e-16);
+      check_close(smd, want, 4e-16);
+    }
+  }
+
   // What each router recorded: the ops themselves, or their parts.
   k.sync();
   d.sync();
   const auto rk = ops_run(k);
   const auto rd = ops_run(d);
   for (const char* n : {"silu", "hard_sigmoid", "log_sigmoid", "gelu_tanh", "isnan", "isinf",
-                        "isfinite", "hypot", "prelu", "logical_xor"}) {
+                        "isfinite", "hypot", "prelu", "logical_xor", "softmax", "log_softmax"}) {
     INFO(n);
     CHECK(rk.count(n) == 1);
     CHECK(rd.count(n) == 0);
   }
-  for (const char* n : {"sigmoid", "mul", "clamp", "log1p", "not_equal", "sqrt", "where"}) {
+  for (const char* n :
+       {"sigmoid", "mul", "clamp", "log1p", "not_equal", "sqrt", "where", "max", "exp", "div"}) {
     INFO(n);
     CHECK(rd.count(n) == 1);
   }

@@ -137,6 +137,11 @@ TEST_CASE("every op on empty dims: right shapes, and every written element right
   same<std::int64_t>(cumsum(cast(e03, DType::i32), 1), {0, 3}, {});
   ran({"Scan"});
 
+  // Softmax of nothing (the fused op; a backend without it returns the tensor unrecorded).
+  same<float>(softmax(e03, 0), {0, 3}, {});
+  same<float>(log_softmax(r.zeros({2, 3, 0}, DType::f32, D0), 1), {2, 3, 0}, {});
+  ran({"Softmax"});
+
   // Sorts of nothing: the indices of an empty dim, or of rows beside an empty dim; k = 0.
   same<std::int64_t>(argsort(e03, 0), {0, 3}, {});
   same<std::int64_t>(argsort(e03, 1, true), {0, 3}, {});

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <ferry/ferry.hpp>
 #include <limits>
+#include <utility>
 #include <vector>
 
 #include "matchers.hpp"
@@ -104,6 +105,69 @@ TEST_CASE("softmax, log_softmax and softmin are stable, exact on -inf rows, NaN 
     CHECK(got[i].bits == f16(static_cast<float>(want[i])).bits);  // one rounding of a ~exact f32
   // Empty: the tensor itself.
   CHECK(softmax(r.zeros(Shape{0, 3}, DType::f32, D0), 1).shape() == Shape{0, 3});
+}
+
+TEST_CASE("the fused softmax kernel: strided dims, long rows, every float dtype, as the formula") {
+  const auto mode = GENERATE(Execution::Async, Execution::Inline);
+  R r(EigenCpu(2), {.execution = mode, .trace = true});
+  // The edge rows of the test above as the columns of a [4, 6]: along dim 0, the strided path.
+  const std::vector<double> x{1,    2,    3,    -1,   1000, 1001, 999, 1000, -inf, 5, -inf, -inf,
+                              -inf, -inf, -inf, -inf, 1,    inf,  2,   3,    qnan, 0, 1,    2};
+  std::vector<double> xt(24);
+  for (std::size_t i = 0; i < 6; ++i)
+    for (std::size_t j = 0; j < 4; ++j) xt[j * 6 + i] = x[i * 4 + j];
+  const auto t = r.from_vector(xt, Shape{4, 6}, D0);
+  for (bool lg : {false, true}) {
+    const auto rows = softmax_rows(x, 4, lg);
+    std::vector<long double> want(24);
+    for (std::size_t i = 0; i < 6; ++i)
+      for (std::size_t j = 0; j < 4; ++j) want[j * 6 + i] = rows[i * 4 + j];
+    check_close(values(lg ? log_softmax(t, 0) : softmax(t, 0)), want, 4e-16);
+  }
+  // One op each, fused: no exp, sum or div recorded.
+  r.sync();
+  int fused = 0, parts = 0;
+  for (const auto& e : r.trace()) {
+    if (e.phase != TraceEvent::Phase::op) continue;
+    fused += e.name == "softmax" || e.name == "log_softmax";
+    parts += e.name == "exp" || e.name == "sum" || e.name == "div";
+  }
+  CHECK(fused == 2);
+  CHECK(parts == 0);
+
+  // Long rows (several tasks) and a strided dim wider than one column chunk, f64 and f32,
+  // against the decomposition (ferry/ops/reductions.hpp), which the test above checks against
+  // the formula: the same up to the order of the row sums.
+  std::vector<double> v(8 * 5000);
+  for (std::size_t i = 0; i < v.size(); ++i) v[i] = 12 * std::sin(0.37 * static_cast<double>(i));
+  for (DType dt : {DType::f64, DType::f32}) {
+    for (auto [shape, dim] : {std::pair{Shape{8, 5000}, 1}, std::pair{Shape{5000, 8}, 0},
+                              std::pair{Shape{2, 4, 5000}, 1}, std::pair{Shape{8, 5, 1000}, 2}}) {
+      INFO(dt << " " << shape << " dim " << dim);
+      const auto a = cast(r.from_vector(v, shape, D0), dt);
+      const double rel = dt == DType::f64 ? 1e-13 : 4e-6;
+      const auto want_s = values(detail::decompose::softmax(a, static_cast<std::size_t>(dim)));
+      const auto want_l = values(detail::decompose::log_softmax(a, static_cast<std::size_t>(dim)));
+      check_close(values(softmax(a, dim)), {want_s.begin(), want_s.end()}, rel);
+      check_close(values(log_softmax(a, dim)), {want_l.begin(), want_l.end()}, rel);
+    }
+  }
+  // f16 and bf16: computed in f32, rounded once: within one unit of the last place of the
+  // decomposition's (the two f32 results may straddle a rounding boundary).
+  for (DType dt : {DType::f16, DType::bf16}) {
+    INFO(dt);
+    const auto a =
+        cast(r.from_vector(std::vector<double>(v.begin(), v.begin() + 600), Shape{6, 100}, D0), dt);
+    const auto got = values(softmax(a, 1));
+    const auto want = values(detail::decompose::softmax(a, 1));
+    const double ulp = dt == DType::f16 ? 0x1p-10 : 0x1p-7;
+    for (std::size_t i = 0; i < got.size(); ++i)
+      CHECK(std::fabs(got[i] - want[i]) <= ulp * std::fabs(want[i]) + 0x1p-24);
+    CHECK(softmax(a, 1).dtype() == dt);
+  }
+  // Empty tensors: recorded (the kernel returns them), along the empty dim or beside it.
+  CHECK(softmax(r.zeros(Shape{0, 3}, DType::f32, D0), 0).shape() == Shape{0, 3});
+  CHECK(log_softmax(r.zeros(Shape{2, 0}, DType::f64, D0), 0).shape() == Shape{2, 0});
 }
 
 TEST_CASE("logsumexp: stable, -inf rows give -inf, +inf gives +inf, NaN propagates") {

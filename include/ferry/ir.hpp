@@ -74,6 +74,9 @@ struct TensorRef {
 #define FERRY_SCATTER_ND_KINDS(X) X(scatter_nd) X(scatter_nd_add)
 /// Inclusive scans along one dim (the kernel: `b.cumsum(x, dim)`).
 #define FERRY_SCAN_KINDS(X) X(cumsum) X(cumprod) X(cummax) X(cummin)
+/// Fused softmax and log_softmax along one dim (the optional kernel: `b.softmax(x, dim)`); a
+/// backend without it runs their decomposition (max, sub, exp, sum, div).
+#define FERRY_SOFTMAX_KINDS(X) X(softmax) X(log_softmax)
 // clang-format on
 
 #define FERRY_DETAIL_ENUM(n) n,
@@ -89,6 +92,7 @@ enum class BinaryKind : std::uint8_t {
 };
 enum class ReduceKind : std::uint8_t { FERRY_REDUCE_KINDS(FERRY_DETAIL_ENUM) };
 enum class ScanKind : std::uint8_t { FERRY_SCAN_KINDS(FERRY_DETAIL_ENUM) };
+enum class SoftmaxKind : std::uint8_t { FERRY_SOFTMAX_KINDS(FERRY_DETAIL_ENUM) };
 enum class ScatterKind : std::uint8_t { FERRY_SCATTER_KINDS(FERRY_DETAIL_ENUM) };
 enum class ScatterNdKind : std::uint8_t { FERRY_SCATTER_ND_KINDS(FERRY_DETAIL_ENUM) };
 
@@ -111,6 +115,10 @@ enum class ScatterNdKind : std::uint8_t { FERRY_SCATTER_ND_KINDS(FERRY_DETAIL_EN
 }
 [[nodiscard]] inline const char* name(ScanKind k) noexcept {
   static constexpr const char* n[] = {FERRY_SCAN_KINDS(FERRY_DETAIL_NAME)};
+  return n[static_cast<std::size_t>(k)];
+}
+[[nodiscard]] inline const char* name(SoftmaxKind k) noexcept {
+  static constexpr const char* n[] = {FERRY_SOFTMAX_KINDS(FERRY_DETAIL_NAME)};
   return n[static_cast<std::size_t>(k)];
 }
 [[nodiscard]] inline const char* name(ScatterKind k) noexcept {
@@ -205,6 +213,14 @@ struct Reduce {
 };
 struct Scan {
   ScanKind kind;
+  TensorRef in;
+  std::size_t dim = 0;
+  TensorRef out;
+};
+/// softmax or log_softmax of a float tensor along `dim`, fused; recorded only for a backend with
+/// the kernel (ferry/ops/reductions.hpp records the decomposition otherwise).
+struct Softmax {
+  SoftmaxKind kind;
   TensorRef in;
   std::size_t dim = 0;
   TensorRef out;
@@ -375,18 +391,18 @@ struct Drop {
 using Op =
     std::variant<op::FromData, op::Full, op::Arange, op::Random, op::RandomInt, op::Unary,
                  op::Binary, op::BinaryScalar, op::Clamp, op::Where, op::Cast, op::Reduce, op::Scan,
-                 op::Argsort, op::Matmul, op::Reshape, op::Permute, op::Flip, op::Expand, op::Slice,
-                 op::SliceAssign, op::Cat, op::Gather, op::IndexSelect, op::Scatter, op::GatherNd,
-                 op::ScatterNd, op::Repeat, op::Quantize, op::QuantizeDynamic, op::Dequantize,
-                 op::QFromParts, op::QReshape, op::QPermute, op::QFlip, op::QSlice, op::QMatmul,
-                 op::Read, op::ToDevice, op::Drop>;
+                 op::Softmax, op::Argsort, op::Matmul, op::Reshape, op::Permute, op::Flip,
+                 op::Expand, op::Slice, op::SliceAssign, op::Cat, op::Gather, op::IndexSelect,
+                 op::Scatter, op::GatherNd, op::ScatterNd, op::Repeat, op::Quantize,
+                 op::QuantizeDynamic, op::Dequantize, op::QFromParts, op::QReshape, op::QPermute,
+                 op::QFlip, op::QSlice, op::QMatmul, op::Read, op::ToDevice, op::Drop>;
 
 /// X(T) for each op type op::T of Op, in Op's order (the interpreter declares one entry point
 /// per op type with it).
 // clang-format off
 #define FERRY_OP_TYPES(X)                                                                        \
   X(FromData) X(Full) X(Arange) X(Random) X(RandomInt) X(Unary) X(Binary) X(BinaryScalar) X(Clamp) X(Where) \
-  X(Cast) X(Reduce) X(Scan) X(Argsort) X(Matmul) X(Reshape) X(Permute) X(Flip) X(Expand) X(Slice)         \
+  X(Cast) X(Reduce) X(Scan) X(Softmax) X(Argsort) X(Matmul) X(Reshape) X(Permute) X(Flip) X(Expand) X(Slice)         \
   X(SliceAssign) X(Cat) X(Gather) X(IndexSelect) X(Scatter) X(GatherNd) X(ScatterNd) X(Repeat) X(Quantize) X(QuantizeDynamic)      \
   X(Dequantize) X(QFromParts) X(QReshape) X(QPermute) X(QFlip) X(QSlice) X(QMatmul) X(Read)    \
   X(ToDevice) X(Drop)

@@ -233,6 +233,9 @@ class EigenCpu {
   CpuTensor cumprod(CpuTensor a, std::size_t dim) const;
   CpuTensor cummax(CpuTensor a, std::size_t dim) const;
   CpuTensor cummin(CpuTensor a, std::size_t dim) const;
+  // fused softmax and log_softmax along a dim, float operands (impl/softmax.hpp)
+  CpuTensor softmax(CpuTensor a, std::size_t dim) const;
+  CpuTensor log_softmax(CpuTensor a, std::size_t dim) const;
   // the first k indices of a stable sort along a dim, NaN last (impl/sort.hpp)
   CpuTensor argsort(CpuTensor a, std::size_t dim, bool descending, std::size_t k) const;
   CpuTensor matmul(CpuTensor a, CpuTensor b) const;

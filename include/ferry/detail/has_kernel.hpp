@@ -3,6 +3,7 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
+#include <cstddef>
 #include <utility>
 
 #include "ferry/data.hpp"
@@ -44,5 +45,12 @@ FERRY_ARITH_COMPOSITE_KINDS(FERRY_DETAIL_HAS_BINARY)
   };
 FERRY_LOGICAL_COMPOSITE_KINDS(FERRY_DETAIL_HAS_LOGICAL)
 #undef FERRY_DETAIL_HAS_LOGICAL
+#define FERRY_DETAIL_HAS_ALONG_DIM(n)                                                  \
+  template <class B>                                                                   \
+  concept has_kernel_##n = requires(B & b, typename B::FloatHandle h, std::size_t d) { \
+    b.n(std::move(h), d);                                                              \
+  };
+FERRY_SOFTMAX_KINDS(FERRY_DETAIL_HAS_ALONG_DIM)
+#undef FERRY_DETAIL_HAS_ALONG_DIM
 
 }  // namespace ferry::detail

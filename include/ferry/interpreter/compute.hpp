@@ -212,6 +212,19 @@ void Interpreter<B>::run(op::Scan& o) {
 }
 
 template <Backend B>
+void Interpreter<B>::run(op::Softmax& o) {
+  auto x = take<Kind::Float>(o.in, name(o.kind));
+  switch (o.kind) {
+#define FERRY_DETAIL_CASE(n)                                                           \
+  case SoftmaxKind::n:                                                                 \
+    put<Kind::Float>(o.out, FERRY_KERNEL(H<Kind::Float>, b_, n, std::move(x), o.dim)); \
+    break;
+    FERRY_SOFTMAX_KINDS(FERRY_DETAIL_CASE)
+#undef FERRY_DETAIL_CASE
+  }
+}
+
+template <Backend B>
 void Interpreter<B>::run(op::Argsort& o) {
   detail::with_plain_kind(o.in.dtype, [&]<Kind K>(std::integral_constant<Kind, K>) {
     auto x = take<K>(o.in, "argsort");

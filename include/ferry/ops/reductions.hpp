@@ -10,6 +10,7 @@
 #include <optional>
 #include <utility>
 
+#include "ferry/detail/has_kernel.hpp"
 #include "ferry/ops.hpp"
 
 // Semantics are PyTorch's (torch.softmax, torch.logsumexp, torch.any, torch.linalg.vector_norm);
@@ -42,29 +43,59 @@ Tensor<B> shifted(const Tensor<B>& x, std::int64_t dim) {
 }
 }  // namespace detail
 
+namespace detail {
+namespace decompose {
+/// softmax along dim d of a non-empty float tensor: exp(x - m) / sum(exp(x - m)).
+template <Backend B>
+Tensor<B> softmax(Tensor<B> x, std::size_t d) {
+  const DType dt = x.dtype();
+  const auto di = static_cast<std::int64_t>(d);
+  auto e = exp(shifted(widened(std::move(x)), di));
+  auto s = sum(e, di, true);
+  return narrowed(div(std::move(e), std::move(s)), dt);
+}
+/// log_softmax along dim d of a non-empty float tensor: (x - m) - log(sum(exp(x - m))).
+template <Backend B>
+Tensor<B> log_softmax(Tensor<B> x, std::size_t d) {
+  const DType dt = x.dtype();
+  const auto di = static_cast<std::int64_t>(d);
+  auto z = shifted(widened(std::move(x)), di);
+  auto l = log(sum(exp(z), di, true));
+  return narrowed(sub(std::move(z), std::move(l)), dt);
+}
+}  // namespace decompose
+
+/// softmax or log_softmax along dim d, checked: the fused op when B has its kernel (recorded
+/// for empty tensors too, which the kernel returns as they are), else the decomposition.
+template <Backend B>
+Tensor<B> softmax_like(SoftmaxKind k, Tensor<B> x, std::int64_t dim) {
+  const char* op = name(k);
+  const std::size_t d = float_dim_op(op, x, dim);
+  const bool fused = k == SoftmaxKind::softmax ? has_kernel_softmax<B> : has_kernel_log_softmax<B>;
+  if (fused) {
+    const auto dev = common_device(op, x);
+    op::Softmax o{k, TA<B>::ref(x), d, out_ref(x, x.shape(), x.dtype())};
+    return emit(TA<B>::core(x, op), dev, std::move(o), x);
+  }
+  if (x.numel() == 0) return x;
+  return k == SoftmaxKind::softmax ? decompose::softmax(std::move(x), d)
+                                   : decompose::log_softmax(std::move(x), d);
+}
+}  // namespace detail
+
 /// torch.softmax(x, dim): exp(x - m) / sum(exp(x - m)) with m the row's max, so no exp
 /// overflows; a row of -inf but one finite value gives exactly 1 there and 0 elsewhere; a row
 /// of -inf only, or with +inf or NaN, gives NaN (as torch). An empty tensor gives itself.
+/// One fused op on a backend with the kernel (EigenCpu), else its decomposition.
 template <Backend B>
 [[nodiscard]] Tensor<B> softmax(Tensor<B> x, std::int64_t dim) {
-  const std::size_t d = detail::float_dim_op("softmax", x, dim);
-  if (x.numel() == 0) return x;
-  const DType dt = x.dtype();
-  auto e = exp(detail::shifted(detail::widened(std::move(x)), static_cast<std::int64_t>(d)));
-  auto s = sum(e, static_cast<std::int64_t>(d), true);
-  return detail::narrowed(div(std::move(e), std::move(s)), dt);
+  return detail::softmax_like(SoftmaxKind::softmax, std::move(x), dim);
 }
 
 /// torch.log_softmax(x, dim): (x - m) - log(sum(exp(x - m))), without the log of a quotient.
 template <Backend B>
 [[nodiscard]] Tensor<B> log_softmax(Tensor<B> x, std::int64_t dim) {
-  const std::size_t d = detail::float_dim_op("log_softmax", x, dim);
-  if (x.numel() == 0) return x;
-  const DType dt = x.dtype();
-  const auto di = static_cast<std::int64_t>(d);
-  auto z = detail::shifted(detail::widened(std::move(x)), di);
-  auto l = log(sum(exp(z), di, true));
-  return detail::narrowed(sub(std::move(z), std::move(l)), dt);
+  return detail::softmax_like(SoftmaxKind::log_softmax, std::move(x), dim);
 }
 
 /// torch.nn.functional.softmin(x, dim) = softmax(-x, dim).

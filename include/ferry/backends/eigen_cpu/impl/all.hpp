@@ -15,6 +15,7 @@
 #include "ferry/backends/eigen_cpu/impl/reduce.hpp"
 #include "ferry/backends/eigen_cpu/impl/scan.hpp"
 #include "ferry/backends/eigen_cpu/impl/scatter.hpp"
+#include "ferry/backends/eigen_cpu/impl/softmax.hpp"
 #include "ferry/backends/eigen_cpu/impl/sort.hpp"
 #include "ferry/backends/eigen_cpu/impl/unary.hpp"
 #include "ferry/backends/eigen_cpu/impl/unary_math.hpp"
