@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "ferry/backends/eigen_cpu.hpp"
+#include "ferry/backends/eigen_cpu/math.hpp"
 #include "ferry/ferry.hpp"
 
 namespace {
@@ -270,6 +271,35 @@ std::vector<V> apply(R& r, Fn fn, const std::vector<V>& x) {
 
 TEST_CASE("f32 maths is within 2 ulp (sqrt: exact) over the whole range", "[math_ulp]") {
   run_sweep("f32", f32_inputs());
+}
+
+TEST_CASE("exp f32: the AVX2 path gives the SSE2 path's bits, for every 61st bit pattern",
+          "[math_ulp]") {
+#ifdef FERRY_AVX2_DISPATCH
+  namespace m = ferry::detail::cpu::math;
+  INFO("AVX2 on this CPU: " << (m::has_avx2() ? "yes" : "no"));
+  if (!m::has_avx2()) return;
+  // Blocks of 2^20 inputs (all 2^32 patterns / 61: every exponent, sign, NaN and edge region),
+  // each run at a length that leaves a tail of 5, so the zero-padded tail is compared too.
+  constexpr std::int64_t kBlock = std::int64_t{1} << 20;
+  std::vector<float> x(kBlock), a(kBlock), b(kBlock);
+  std::uint64_t u = 0, differ = 0;
+  while (u < (std::uint64_t{1} << 32)) {
+    for (auto& v : x) {
+      v = std::bit_cast<float>(static_cast<std::uint32_t>(u));
+      u += 61;
+    }
+    m::exp_avx2(x.data(), a.data(), kBlock - 3);
+    m::map_packets<m::ExpF32>(x.data(), b.data(), kBlock - 3);
+    for (std::int64_t i = 0; i < kBlock - 3; ++i)
+      differ += std::bit_cast<std::uint32_t>(a[i]) != std::bit_cast<std::uint32_t>(b[i]);
+  }
+  CHECK(differ == 0);
+#else
+  SUCCEED(
+      "no run-time AVX2 dispatch in this build (not x86-64, AVX2 at compile time, or "
+      "FERRY_NO_AVX2)");
+#endif
 }
 
 TEST_CASE("f64 maths is within 2 ulp (sqrt: exact) of a long double reference", "[math_ulp]") {
