@@ -3,6 +3,8 @@
 // through QuantizedParts on the host.
 #include <catch2/catch.hpp>
 #include <new>
+#include <string_view>
+#include <vector>
 
 #include "matchers.hpp"
 #include "mini_backend.hpp"
@@ -16,6 +18,58 @@ struct NotABackend {
   using Device = int;
 };
 static_assert(!ferry::Backend<NotABackend>);
+
+// ferry/kernels.hpp: one concept per kernel name, the signature the router calls.
+namespace kernel = ferry::kernel;
+// EigenCpu has every kernel of docs/backend.md's tables, so each concept must hold for it: this
+// checks the concepts against the calls the interpreter makes.
+#define FERRY_T_HAS(n) static_assert(kernel::n<ferry::EigenCpu>, #n);
+FERRY_UNARY_KINDS(FERRY_T_HAS)
+FERRY_UNARY_COMPOSITE_KINDS(FERRY_T_HAS)
+FERRY_PREDICATE_KINDS(FERRY_T_HAS)
+FERRY_ARITH_KINDS(FERRY_T_HAS)
+FERRY_ARITH_COMPOSITE_KINDS(FERRY_T_HAS)
+FERRY_COMPARE_KINDS(FERRY_T_HAS)
+FERRY_LOGICAL_KINDS(FERRY_T_HAS)
+FERRY_LOGICAL_COMPOSITE_KINDS(FERRY_T_HAS)
+FERRY_SCAN_KINDS(FERRY_T_HAS)
+FERRY_SOFTMAX_KINDS(FERRY_T_HAS)
+FERRY_SCATTER_KINDS(FERRY_T_HAS)
+FERRY_SCATTER_ND_KINDS(FERRY_T_HAS)
+#undef FERRY_T_HAS
+static_assert(kernel::add_scalar<ferry::EigenCpu> && kernel::less_scalar<ferry::EigenCpu> &&
+              kernel::prelu_scalar<ferry::EigenCpu> && kernel::clamp<ferry::EigenCpu> &&
+              kernel::where<ferry::EigenCpu> && kernel::to_float<ferry::EigenCpu> &&
+              kernel::to_int<ferry::EigenCpu> && kernel::to_bool<ferry::EigenCpu>);
+static_assert(kernel::sum<ferry::EigenCpu> && kernel::mean<ferry::EigenCpu> &&
+              kernel::argmax<ferry::EigenCpu> && kernel::argsort<ferry::EigenCpu> &&
+              kernel::matmul<ferry::EigenCpu> && kernel::reshape<ferry::EigenCpu> &&
+              kernel::permute<ferry::EigenCpu> && kernel::slice_assign<ferry::EigenCpu> &&
+              kernel::cat<ferry::EigenCpu> && kernel::gather<ferry::EigenCpu> &&
+              kernel::index_select<ferry::EigenCpu> && kernel::gather_nd<ferry::EigenCpu> &&
+              kernel::repeat<ferry::EigenCpu>);
+static_assert(kernel::float_full<ferry::EigenCpu> && kernel::bool_full<ferry::EigenCpu> &&
+              kernel::int_arange<ferry::EigenCpu> && kernel::float_random<ferry::EigenCpu> &&
+              kernel::int_random<ferry::EigenCpu>);
+static_assert(kernel::quantize<ferry::EigenCpu> && kernel::quantize_dynamic<ferry::EigenCpu> &&
+              kernel::dequantize<ferry::EigenCpu> && kernel::q_matmul<ferry::EigenCpu> &&
+              kernel::q_to_device<ferry::EigenCpu>);
+// mini has add and nothing else.
+static_assert(kernel::add<mini::Backend> && !kernel::mul<mini::Backend> &&
+              !kernel::add_scalar<mini::Backend> && !kernel::float_full<mini::Backend> &&
+              !kernel::quantize<mini::Backend>);
+/// The mistakes the concepts are for: a misspelled kernel, a parameter of the wrong type, a
+/// result of the wrong kind. The router would take each as absent.
+struct Mistaken : mini::Backend {
+  static constexpr std::string_view name() { return "mistaken"; }
+  mini::Buf mull(mini::Buf a, mini::Buf) { return a; }                  // misspelled mul
+  mini::Buf sub_scalar(mini::Buf a, int) { return a; }                  // Scalar taken as int
+  int equal(mini::Buf, mini::Buf) { return 0; }                         // not a handle
+  mini::Buf cumsum(mini::Buf a, const std::vector<int>&) { return a; }  // no dim
+};
+static_assert(!kernel::mul<Mistaken> && !kernel::sub_scalar<Mistaken> && !kernel::equal<Mistaken> &&
+              !kernel::cumsum<Mistaken>);
+static_assert(kernel::add<Mistaken>);
 
 TEST_CASE("a backend with only the required part runs its one kernel through the router") {
   auto mode = GENERATE(ferry::Execution::Inline, ferry::Execution::Async);

@@ -15,6 +15,7 @@
 #include "ferry/format.hpp"
 #include "ferry/interpreter.hpp"
 #include "ferry/ir.hpp"
+#include "ferry/kernels.hpp"
 #include "ferry/ops.hpp"
 #include "ferry/params.hpp"
 #include "ferry/quant.hpp"
