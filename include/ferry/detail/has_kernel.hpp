@@ -3,11 +3,11 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
-#include <cstddef>
 #include <utility>
 
 #include "ferry/data.hpp"
 #include "ferry/ir.hpp"
+#include "ferry/kernels.hpp"
 
 namespace ferry::detail {
 
@@ -45,11 +45,10 @@ FERRY_ARITH_COMPOSITE_KINDS(FERRY_DETAIL_HAS_BINARY)
   };
 FERRY_LOGICAL_COMPOSITE_KINDS(FERRY_DETAIL_HAS_LOGICAL)
 #undef FERRY_DETAIL_HAS_LOGICAL
-#define FERRY_DETAIL_HAS_ALONG_DIM(n)                                                  \
-  template <class B>                                                                   \
-  concept has_kernel_##n = requires(B & b, typename B::FloatHandle h, std::size_t d) { \
-    b.n(std::move(h), d);                                                              \
-  };
+// softmax, log_softmax: ferry/kernels.hpp's concepts, the one statement of their signature.
+#define FERRY_DETAIL_HAS_ALONG_DIM(n) \
+  template <class B>                  \
+  concept has_kernel_##n = ::ferry::kernel::n<B>;
 FERRY_SOFTMAX_KINDS(FERRY_DETAIL_HAS_ALONG_DIM)
 #undef FERRY_DETAIL_HAS_ALONG_DIM
 
