@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "ferry/backend.hpp"
+#include "ferry/backends/multi/args.hpp"
 #include "ferry/data.hpp"
 #include "ferry/detail/has_kernel.hpp"
 #include "ferry/detail/quant_host.hpp"
@@ -346,7 +347,8 @@ class Multi {
 
  private:
   template <std::size_t I>
-  struct idx {};
+  using idx = detail::multi::idx<I>;
+  using args = detail::multi::Args<Plain, Quant, Device>;
 
   /// Calls f(idx<I>{}) for the runtime index i (the last index catches anything larger).
   template <std::size_t I, std::size_t End, class F>
@@ -431,130 +433,29 @@ class Multi {
     return from_data<2>(std::move(d), dev);
   }
 
-  // ---- argument unwrapping for forwarded kernels ------------------------------------------------
-  template <class A>
-  static constexpr bool is_plain = std::is_same_v<std::remove_cvref_t<A>, Plain>;
-  template <class A>
-  static constexpr bool is_quant = std::is_same_v<std::remove_cvref_t<A>, Quant>;
-  template <class A>
-  static constexpr bool is_device = std::is_same_v<std::remove_cvref_t<A>, Device>;
-  template <class A>
-  static constexpr bool is_plain_vec = std::is_same_v<std::remove_cvref_t<A>, std::vector<Plain>>;
-
-  /// The device of the first handle or device among the arguments: where the result lives.
-  template <class... A>
-  static const Device* owner(const A&... a) {
-    const Device* d = nullptr;
-    auto look = [&](const auto& x) {
-      using X = std::remove_cvref_t<decltype(x)>;
-      if (d) return;
-      if constexpr (is_plain<X> || is_quant<X>)
-        d = &x.dev;
-      else if constexpr (is_device<X>)
-        d = &x;
-      else if constexpr (is_plain_vec<X>) {
-        if (!x.empty()) d = &x.front().dev;
-      }
-    };
-    (look(a), ...);
-    return d;
-  }
-  /// The kind (0 float, 1 int, 2 bool) of the first or last plain argument.
-  template <bool Last, class... A>
-  static std::size_t plain_kind(const A&... a) {
-    std::size_t k = 0;
-    bool found = false;
-    auto look = [&](const auto& x) {
-      using X = std::remove_cvref_t<decltype(x)>;
-      if (found && !Last) return;
-      if constexpr (is_plain<X>) {
-        k = x.h.index() % 3;
-        found = true;
-      } else if constexpr (is_plain_vec<X>) {
-        if (!x.empty()) {
-          k = x.front().h.index() % 3;
-          found = true;
-        }
-      }
-    };
-    (look(a), ...);
-    return k;
-  }
-
-  /// Calls k(a unwrapped for member I).
-  template <std::size_t I, class A, class K>
-  static decltype(auto) unwrap_one(A&& a, K&& k) {
-    using X = std::remove_cvref_t<A>;
-    if constexpr (is_plain<X>) {
-      const std::size_t j = a.h.index();
-      if (j / 3 != I)
-        detail::raise<DeviceError>("device", "multi: operands live on different member backends");
-      if (j % 3 == 0) return k(std::get<3 * I>(std::forward<A>(a).h));
-      if (j % 3 == 1) return k(std::get<3 * I + 1>(std::forward<A>(a).h));
-      return k(std::get<3 * I + 2>(std::forward<A>(a).h));
-    } else if constexpr (is_quant<X>) {
-      if (a.h.index() != I)
-        detail::raise<DeviceError>("device", "multi: operands live on different member backends");
-      return k(std::get<I>(std::forward<A>(a).h));
-    } else if constexpr (is_device<X>) {
-      return k(std::get<I>(a.v));
-    } else if constexpr (is_plain_vec<X>) {
-      const std::size_t kind = a.empty() ? 0 : a.front().h.index() % 3;
-      auto collect = [&]<std::size_t J>(idx<J>) {
-        std::vector<std::variant_alternative_t<J, decltype(Plain::h)>> v;
-        v.reserve(a.size());
-        for (auto& p : a) {
-          if (p.h.index() != J)
-            detail::raise<DTypeError>("dtype", "multi: cat operands of different kinds or members");
-          v.push_back(std::get<J>(std::move(p.h)));
-        }
-        return k(std::move(v));
-      };
-      if (kind == 0) return collect(idx<3 * I>{});
-      if (kind == 1) return collect(idx<3 * I + 1>{});
-      return collect(idx<3 * I + 2>{});
-    } else {
-      return k(std::forward<A>(a));
-    }
-  }
-  template <std::size_t I, class F>
-  static decltype(auto) unwrap_all(F&& f) {
-    return f();
-  }
-  template <std::size_t I, class F, class A, class... R>
-  static decltype(auto) unwrap_all(F&& f, A&& a, R&&... r) {
-    return unwrap_one<I>(std::forward<A>(a), [&](auto&& ua) -> decltype(auto) {
-      return unwrap_all<I>(
-          [&](auto&&... ur) -> decltype(auto) {
-            return f(std::forward<decltype(ua)>(ua), std::forward<decltype(ur)>(ur)...);
-          },
-          std::forward<R>(r)...);
-    });
-  }
-
   template <detail::multi::Rule R>
   using result_t = std::conditional_t<R == detail::multi::Rule::to_quantized, Quant, Plain>;
 
   template <detail::multi::Rule R, class Call, class... A>
   result_t<R> forward(const char* op, Call call, A&&... a) {
     using detail::multi::Rule;
-    const Device* where = owner(a...);
+    const Device* where = args::owner(a...);
     if (!where)
       detail::raise<Unsupported>("unsupported", "multi: '{}' has no operand to route by", op);
     const Device dev = *where;
     const std::size_t i = dev.v.index();
     std::size_t kind = 0;
     if constexpr (R == Rule::same_first)
-      kind = plain_kind<false>(a...);
+      kind = args::template plain_kind<false>(a...);
     else if constexpr (R == Rule::same_last)
-      kind = plain_kind<true>(a...);
+      kind = args::template plain_kind<true>(a...);
     else if constexpr (R == Rule::to_int)
       kind = 1;
     else if constexpr (R == Rule::to_bool)
       kind = 2;
     return on_index(i, [&]<std::size_t I>(idx<I>) -> result_t<R> {
       auto& b = member<I>();
-      return unwrap_all<I>(
+      return args::template unwrap_all<I>(
           [&](auto&&... x) -> result_t<R> {
             if constexpr (std::is_invocable_v<Call&, Bi<I>&, decltype(x)...>) {
               auto out = call(b, std::forward<decltype(x)>(x)...);
