@@ -2,8 +2,12 @@
 // ops it lacks raise ferry::Unsupported naming the op and the backend; quantized ops still work
 // through QuantizedParts on the host.
 #include <catch2/catch.hpp>
+#include <cstdint>
+#include <functional>
 #include <new>
+#include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "matchers.hpp"
@@ -97,14 +101,95 @@ TEST_CASE("an op the backend lacks raises Unsupported naming the op and the back
   REQUIRE(r.stats(mini::Device{0}).live_tensors == 1);
 }
 
-TEST_CASE("in async mode a missing kernel surfaces at the read and at sync") {
+TEST_CASE("a missing kernel is an Unsupported at the call that records the op, in both modes") {
+  for (auto mode : {ferry::Execution::Inline, ferry::Execution::Async}) {
+    ferry::Router<mini::Backend> r(mini::Backend{}, {.execution = mode});
+    auto a = r.from_vector(std::vector<float>{1, 2}, {2}, mini::Device{0});
+    REQUIRE_THROWS_MATCHES(a * a, ferry::Unsupported,
+                           Says("[ferry.unsupported] backend 'mini' does not implement 'mul'"));
+    REQUIRE_THROWS_MATCHES(a + 1.0f, ferry::Unsupported, Says("'add_scalar'"));
+    REQUIRE_THROWS_MATCHES(ferry::cumsum(a, 0), ferry::Unsupported, Says("'cumsum'"));
+    REQUIRE_THROWS_MATCHES(r.arange(0, 4, 1, DType::i32, mini::Device{0}), ferry::Unsupported,
+                           Says("'int_arange'"));
+    r.sync();  // nothing was queued, so nothing is left to report
+    REQUIRE((a + a).to_data().to_vector<float>() == std::vector<float>{2, 4});
+    r.sync();  // the sum's Drop, queued in async mode
+    REQUIRE(r.stats(mini::Device{0}).live_tensors == 1);
+  }
+}
+
+// detail::missing_kernel (asked at the call) against the interpreter (which calls the kernel):
+// on a backend with one kernel, in async mode, each op below either raises Unsupported at the
+// call or runs with no error at sync(). One that passed the call and then failed at sync()
+// would mean the two disagree on a kernel's signature.
+TEST_CASE("the kernel check at the call agrees with the interpreter on every op family") {
+  using T = ferry::Tensor<mini::Backend>;
   ferry::Router<mini::Backend> r(mini::Backend{}, {.execution = ferry::Execution::Async});
-  auto a = r.from_vector(std::vector<float>{1, 2}, {2}, mini::Device{0});
-  auto m = a * a;  // recorded; fails on the worker
-  REQUIRE_THROWS_MATCHES(m.to_data(), ferry::Error, Says("does not implement 'mul'"));
-  REQUIRE_THROWS_MATCHES(r.sync(), ferry::Unsupported, Says("'mul'"));
-  r.sync();  // the error was reported once; the device keeps working
-  REQUIRE((a + a).to_data().to_vector<float>() == std::vector<float>{2, 4});
+  const mini::Device d{0};
+  auto f = r.from_vector(std::vector<float>{1, 2, 3, 4}, {2, 2}, d);
+  auto i = r.from_vector(std::vector<std::int64_t>{0, 1, 1, 0}, {2, 2}, d);
+  auto i1 = r.from_vector(std::vector<std::int64_t>{1, 0}, {2}, d);
+  auto m = r.from_vector(std::vector<bool>{true, false, false, true}, {2, 2}, d);
+  const std::vector<std::pair<const char*, std::function<T()>>> ops{
+      {"add", [&] { return f + f; }},
+      {"mul", [&] { return f * f; }},
+      {"add_scalar", [&] { return f + 1.0f; }},
+      {"lt", [&] { return f < f; }},
+      {"exp", [&] { return ferry::exp(f); }},
+      {"isnan", [&] { return ferry::isnan(f); }},
+      {"neg", [&] { return -i; }},
+      {"clamp", [&] { return ferry::clamp(f, 0, 1); }},
+      {"where", [&] { return ferry::where(m, f, f); }},
+      {"cast", [&] { return ferry::cast(f, DType::i32); }},
+      {"sum", [&] { return ferry::sum(f, 0); }},
+      {"argmax", [&] { return ferry::argmax(i, 1); }},
+      {"cumsum", [&] { return ferry::cumsum(f, 1); }},
+      {"softmax", [&] { return ferry::softmax(f, 1); }},
+      {"argsort", [&] { return ferry::argsort(f, 1); }},
+      {"matmul", [&] { return ferry::matmul(f, f); }},
+      {"reshape", [&] { return ferry::reshape(f, {4}); }},
+      {"permute",
+       [&] {
+         return ferry::permute(f, {1, 0});
+       }},
+      {"flip", [&] { return ferry::flip(f, {0}); }},
+      {"expand",
+       [&] {
+         return ferry::expand(i1, {2, 2});
+       }},
+      {"slice",
+       [&] {
+         return ferry::slice(f, {{0, 1, 1}});
+       }},
+      {"repeat",
+       [&] {
+         return ferry::repeat(f, {1, 2});
+       }},
+      {"cat",
+       [&] {
+         return ferry::cat({f, f}, 0);
+       }},
+      {"gather", [&] { return ferry::gather(f, 1, i); }},
+      {"index_select", [&] { return ferry::index_select(f, 0, i1); }},
+      {"scatter", [&] { return ferry::scatter(f, 1, i, f); }},
+      {"zeros", [&] { return r.zeros({2}, DType::f32, d); }},
+      {"ones_i", [&] { return r.ones({2}, DType::i64, d); }},
+  };
+  std::size_t ran = 0, refused = 0;
+  for (const auto& [what, op] : ops) {
+    INFO(what);
+    try {
+      auto t = op();
+      ++ran;
+    } catch (const ferry::Unsupported& e) {
+      ++refused;
+      REQUIRE_THAT(std::string(e.what()), Catch::Contains("backend 'mini' does not implement"));
+    }
+    REQUIRE_NOTHROW(r.sync());  // whatever passed the call had its kernel
+  }
+  REQUIRE(ran >= 1);       // add
+  REQUIRE(refused >= 20);  // the rest, on a backend whose only kernel is add
+  REQUIRE(r.stats(d).live_tensors == 4);
 }
 
 // A backend whose memory runs out: its add and its transfers into device 1 throw

@@ -15,6 +15,7 @@
 #include "ferry/detail/checked.hpp"
 #include "ferry/detail/core.hpp"
 #include "ferry/detail/infer.hpp"
+#include "ferry/detail/kernel_check.hpp"
 #include "ferry/quant/parts.hpp"
 #include "ferry/tensor.hpp"
 #include "ferry/trace.hpp"
@@ -60,12 +61,14 @@ void check_output(const RouterCore<B>& core, std::size_t dev, const char* op,
 /// exists before the op runs, so nothing can fail between the op and it; if the op is rejected
 /// the Tensor is forgotten without a Drop (it was never registered), and `release_inputs()`,
 /// which lets go of the inputs the op took read-write, runs only once the op was accepted, so a
-/// rejected op loses nothing. (`core` may belong to an input: it is copied into the output
-/// before any input is released.)
+/// rejected op loses nothing. An op whose kernel the backend lacks is rejected here. (`core` may
+/// belong to an input: it is copied into the output before any input is released.)
 template <Backend B, class O, class Release>
 Tensor<B> submit_op(const std::shared_ptr<RouterCore<B>>& core, std::size_t dev, O&& o,
                     Release&& release_inputs) {
   check_output(*core, dev, op_name(o), o.out);
+  // A kernel the backend lacks is known now, in either execution mode (kernel_check.hpp).
+  if (const char* kernel = missing_kernel<B>(std::as_const(o))) throw unsupported<B>(kernel);
   Tensor<B> out = TensorAccess<B>::make(core, o.out, dev);
   try {
     core->submit(dev, std::forward<O>(o));
