@@ -52,9 +52,10 @@ void math_runners(std::map<std::string, Runner>& m) {
                  },
                  ulps, false);
   };
-  m["gelu_tanh"] = [f64 = gelu_tanh(128), other = gelu_tanh(2)](R& r, DType d, bool ok) {
-    (d == DType::f64 ? f64 : other)(r, d, ok);
-  };
+  // Decomposed (test_primitives), f32 is computed in f32 as f64 is in f64: the same |2u| ulps
+  // (measured: over 8 and within 16 for these inputs; the bound for them is ~36).
+  m["gelu_tanh"] = [f64 = gelu_tanh(128), other = gelu_tanh(kDecomposed ? 40 : 2)](
+                       R& r, DType d, bool ok) { (d == DType::f64 ? f64 : other)(r, d, ok); };
   fl(
       "leaky_relu", [](T_ x) { return ferry::leaky_relu(x, 0.25); },
       [](long double a) { return a > 0 ? a : 0.25L * a; });

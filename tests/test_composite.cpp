@@ -12,28 +12,13 @@
 
 #include "ferry/ferry.hpp"
 #include "matchers.hpp"
+#include "no_composite.hpp"
 
 using namespace ferry;
+using ferry_test::NoComposite;
 
 namespace {
 
-/// EigenCpu with the composite kernels hidden: a deleted template is what overload resolution
-/// picks, so `b.silu(h)` is ill-formed and has_kernel_silu is false.
-struct NoComposite : EigenCpu {
-  using EigenCpu::EigenCpu;
-  static constexpr std::string_view name() { return "no-composite"; }
-#define FERRY_T_HIDE(n) \
-  template <class... A> \
-  void n(A&&...) = delete;
-  FERRY_UNARY_COMPOSITE_KINDS(FERRY_T_HIDE)
-  FERRY_PREDICATE_KINDS(FERRY_T_HIDE)
-  FERRY_ARITH_COMPOSITE_KINDS(FERRY_T_HIDE)
-  FERRY_LOGICAL_COMPOSITE_KINDS(FERRY_T_HIDE)
-  FERRY_SOFTMAX_KINDS(FERRY_T_HIDE)
-  FERRY_T_HIDE(hypot_scalar)
-  FERRY_T_HIDE(prelu_scalar)
-#undef FERRY_T_HIDE
-};
 
 static_assert(detail::has_kernel_silu<EigenCpu> && detail::has_kernel_isnan<EigenCpu> &&
               detail::has_kernel_hypot<EigenCpu> && detail::has_kernel_prelu_scalar<EigenCpu> &&

@@ -30,8 +30,16 @@ namespace {
 __extension__ typedef __int128 i128;           // NOLINT: Wpedantic-clean via __extension__
 __extension__ typedef unsigned __int128 u128;  // NOLINT
 
-using R = Router<EigenCpu>;
-using T_ = Tensor<EigenCpu>;
+// test_primitives.cpp compiles this file again with FERRY_T_BACKEND set to NoComposite (every
+// composite op decomposed) and FERRY_T_PRIMITIVES defined: the op table's test only.
+#ifndef FERRY_T_BACKEND
+#  define FERRY_T_BACKEND EigenCpu
+constexpr bool kDecomposed = false;
+#else
+constexpr bool kDecomposed = true;
+#endif
+using R = Router<FERRY_T_BACKEND>;
+using T_ = Tensor<FERRY_T_BACKEND>;
 constexpr CpuDevice D0{0}, D1{1};
 
 // ---- the table -----------------------------------------------------------------------------
@@ -413,6 +421,7 @@ std::map<std::string, Runner> runners() {
 
 }  // namespace
 
+#ifndef FERRY_T_PRIMITIVES
 TEST_CASE("the dtype table of docs/dtypes.md and the README agree with each other") {
   const auto doc = read_table(FERRY_SOURCE_DIR "/docs/dtypes.md");
   const auto readme = read_table(FERRY_SOURCE_DIR "/README.md");
@@ -422,6 +431,8 @@ TEST_CASE("the dtype table of docs/dtypes.md and the README agree with each othe
     CHECK(doc[i].ok == readme[i].ok);
   }
 }
+
+#endif
 
 TEST_CASE("every op of the dtype table runs on every dtype as the table says") {
   const auto table = read_table(FERRY_SOURCE_DIR "/docs/dtypes.md");
@@ -434,7 +445,7 @@ TEST_CASE("every op of the dtype table runs on every dtype as the table says") {
   indexing_runners(run);
   random_runners(run);
   std::set<std::string> seen;
-  R r(EigenCpu(2));
+  R r(FERRY_T_BACKEND(2));
   for (const Row& row : table) {
     // "gather, index_select (the index)": the ops gather and index_select, each with the
     // qualifier "(the index)", which names a runner of its own.
@@ -463,6 +474,7 @@ TEST_CASE("every op of the dtype table runs on every dtype as the table says") {
   }
 }
 
+#ifndef FERRY_T_PRIMITIVES
 TEST_CASE("bulk f16 conversion (F16C where the CPU has it) gives the bit code's bits") {
 #ifdef FERRY_F16C_DISPATCH
   INFO("F16C on this CPU: " << (detail::has_f16c() ? "yes" : "no"));
@@ -541,3 +553,4 @@ TEST_CASE("reading a tensor back as its own type keeps every f16 and bf16 bit pa
   CHECK(std::bit_cast<std::uint32_t>(w[0]) == 0x7fc02000u);
   CHECK(cast(cast(h, DType::f32), DType::f16).to_data().to_vector<f16>()[0].bits == 0x7e01);
 }
+#endif
