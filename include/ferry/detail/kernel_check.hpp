@@ -18,6 +18,7 @@
 
 #include "ferry/backend.hpp"
 #include "ferry/data.hpp"
+#include "ferry/interpreter.hpp"
 #include "ferry/ir.hpp"
 #include "ferry/shape.hpp"
 
@@ -44,17 +45,8 @@ constexpr bool kernel_callable(F) {
 /// (its ops have host paths).
 template <class F>
 const char* on_plain_kind(DType d, F&& f) {
-  switch (kind_of(d)) {
-    case Kind::Float:
-      return f(std::integral_constant<Kind, Kind::Float>{});
-    case Kind::Int:
-      return f(std::integral_constant<Kind, Kind::Int>{});
-    case Kind::Bool:
-      return f(std::integral_constant<Kind, Kind::Bool>{});
-    case Kind::Quantized:
-      break;
-  }
-  return nullptr;
+  if (kind_of(d) == Kind::Quantized) return nullptr;
+  return with_plain_kind(d, std::forward<F>(f));
 }
 
 /// The name of the kernel B lacks to run `o` (as Unsupported names it), or nullptr.
