@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cmath>
+#include <concepts>
 #include <limits>
 #include <utility>
 #include <vector>
@@ -82,11 +83,11 @@ Tensor<B> logical_xor(Tensor<B> a, Tensor<B> b) {  // a != b
 /// f(x) with f16 and bf16 operands computed in f32 and the result rounded once, as the kernels
 /// compute halves: a decomposition in the half dtype would round every step (an ulp or more
 /// apart) and overflow where f32 does not (hypot's squares pass f16's 65504 from 256 up).
-template <Backend B, class F>
-Tensor<B> halves_in_f32(Tensor<B> x, F&& f) {
-  const DType d = x.dtype();
-  if (d != DType::f16 && d != DType::bf16) return f(std::move(x));
-  auto y = f(ferry::cast(std::move(x), DType::f32));
+template <Backend B, class F, std::same_as<Tensor<B>>... More>
+Tensor<B> halves_in_f32(F&& f, Tensor<B> x, More... more) {
+  const DType d = x.dtype();  // the operands' (checked to be one dtype)
+  if (d != DType::f16 && d != DType::bf16) return f(std::move(x), std::move(more)...);
+  auto y = f(ferry::cast(std::move(x), DType::f32), ferry::cast(std::move(more), DType::f32)...);
   if (y.dtype() != DType::f32) return y;  // the predicates' bools
   return ferry::cast(std::move(y), d);
 }
@@ -98,17 +99,17 @@ void check_operand(const char* op, const Tensor<B>& x) {
 }  // namespace detail
 
 // ---- composite unary ops -------------------------------------------------------------------
-#define FERRY_DETAIL_COMPOSITE_UNARY(n)                                                        \
-  template <Backend B>                                                                         \
-  [[nodiscard]] Tensor<B> n(Tensor<B> x) {                                                     \
-    if constexpr (detail::has_kernel_##n<B>) {                                                 \
-      return detail::unary(UnaryKind::n, std::move(x));                                        \
-    } else {                                                                                   \
-      detail::check_operand(#n, x);                                                            \
-      detail::check_unary(UnaryKind::n, x.dtype());                                            \
-      return detail::halves_in_f32(std::move(x),                                               \
-                                   [](auto t) { return detail::decompose::n(std::move(t)); }); \
-    }                                                                                          \
+#define FERRY_DETAIL_COMPOSITE_UNARY(n)                                                       \
+  template <Backend B>                                                                        \
+  [[nodiscard]] Tensor<B> n(Tensor<B> x) {                                                    \
+    if constexpr (detail::has_kernel_##n<B>) {                                                \
+      return detail::unary(UnaryKind::n, std::move(x));                                       \
+    } else {                                                                                  \
+      detail::check_operand(#n, x);                                                           \
+      detail::check_unary(UnaryKind::n, x.dtype());                                           \
+      return detail::halves_in_f32([](auto t) { return detail::decompose::n(std::move(t)); }, \
+                                   std::move(x));                                             \
+    }                                                                                         \
   }
 /// silu(x) = x sigmoid(x); hard_sigmoid(x) = min(max(x + 3, 0), 6) / 6 (torch.nn.Hardsigmoid);
 /// log_sigmoid(x) = log(sigmoid(x)), stable; gelu_tanh: gelu with torch's approximate='tanh'.
@@ -137,12 +138,9 @@ template <Backend B>
     (void)detail::common_device("hypot", a, b);
     detail::check_binary(BinaryKind::hypot, a.dtype(), b.dtype());
     (void)detail::broadcast("hypot", a.shape(), b.shape());
-    const DType d = a.dtype();
-    if (d != DType::f16 && d != DType::bf16)
-      return detail::decompose::hypot(std::move(a), std::move(b));
-    return ferry::cast(detail::decompose::hypot(ferry::cast(std::move(a), DType::f32),
-                                                ferry::cast(std::move(b), DType::f32)),
-                       d);
+    return detail::halves_in_f32(
+        [](auto x, auto y) { return detail::decompose::hypot(std::move(x), std::move(y)); },
+        std::move(a), std::move(b));
   }
 }
 template <Backend B>
@@ -152,8 +150,8 @@ template <Backend B>
   } else {
     detail::check_operand("hypot", a);
     detail::check_binary_scalar(BinaryKind::hypot, a.dtype(), s);
-    return detail::halves_in_f32(std::move(a),
-                                 [&](auto t) { return detail::decompose::hypot(std::move(t), s); });
+    return detail::halves_in_f32([&](auto t) { return detail::decompose::hypot(std::move(t), s); },
+                                 std::move(a));
   }
 }
 
