@@ -20,6 +20,7 @@
 
 #include "ferry/backends/eigen_cpu.hpp"
 #include "ferry/backends/eigen_cpu/math.hpp"
+#include "ferry/backends/eigen_cpu/softmax_rows.hpp"
 #include "ferry/ferry.hpp"
 
 namespace {
@@ -300,6 +301,80 @@ TEST_CASE("exp f32: the AVX2 path gives the SSE2 path's bits, for every 61st bit
       "no run-time AVX2 dispatch in this build (not x86-64, AVX2 at compile time, or "
       "FERRY_NO_AVX2)");
 #endif
+}
+
+TEST_CASE("softmax's row passes: exp(x - m) and its sum, the same bits with and without AVX2",
+          "[math_ulp]") {
+  namespace m = ferry::detail::cpu::math;
+  // Rows of every tail length and a long one, with the edges: -inf (exp 0), NaN, differences
+  // below exp's fast range (-87.33: subnormal and zero results), +-0, and ordinary values.
+  std::vector<float> pool;
+  std::uint32_t u = 12345;
+  for (int i = 0; i < 5000; ++i) {
+    u = u * 1664525u + 1013904223u;
+    pool.push_back(static_cast<float>(static_cast<int>(u >> 8) % 20000) / 100.0f - 100.0f);
+  }
+  pool[3] = -std::numeric_limits<float>::infinity();
+  pool[17] = -0.0f;
+  pool[40] = 0.0f;
+  pool[41] = -95.5f;
+  pool[42] = -103.97f;  // exp(-103.97 - max) is subnormal or zero
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  for (std::int64_t n : {1, 2, 7, 8, 9, 15, 16, 17, 31, 33, 100, 4099}) {
+    for (bool with_nan : {false, true}) {
+      std::vector<float> x(pool.begin(), pool.begin() + n);
+      if (with_nan) x[static_cast<std::size_t>(n / 2)] = nan;
+      INFO("n " << n << (with_nan ? ", a NaN" : ""));
+      const float mx = m::row_max(x.data(), n);
+      if (!with_nan) CHECK(mx == *std::max_element(x.begin(), x.end()));
+      // A second path for the values: the exp kernel on the differences.
+      std::vector<float> z(x.size()), want(x.size());
+      for (std::size_t i = 0; i < x.size(); ++i) z[i] = x[i] - mx;
+      m::exp(z.data(), want.data(), n);
+      // And for the sum: the lanes by hand, in the documented order.
+      float lanes[8] = {};
+      for (std::size_t i = 0; i < x.size(); ++i) lanes[i % 8] += want[i];
+      const float want_sum = ((lanes[0] + lanes[4]) + (lanes[2] + lanes[6])) +
+                             ((lanes[1] + lanes[5]) + (lanes[3] + lanes[7]));
+      const std::vector<float> next(x.size(), 1.0f);
+      std::vector<float> a(x.size()), b(x.size());
+      for (const float* nx : {static_cast<const float*>(nullptr), next.data()}) {
+        const float sa = m::exp_sum(x.data(), mx, a.data(), n, nx);
+        const float sb = m::exp_sum_generic(x.data(), mx, b.data(), n, nx);
+        for (std::size_t i = 0; i < x.size(); ++i) {
+          INFO("element " << i << " x " << x[i]);
+          CHECK(std::bit_cast<std::uint32_t>(a[i]) == std::bit_cast<std::uint32_t>(want[i]));
+          CHECK(std::bit_cast<std::uint32_t>(b[i]) == std::bit_cast<std::uint32_t>(want[i]));
+        }
+        CHECK(std::bit_cast<std::uint32_t>(sa) == std::bit_cast<std::uint32_t>(want_sum));
+        CHECK(std::bit_cast<std::uint32_t>(sb) == std::bit_cast<std::uint32_t>(want_sum));
+      }
+      // In place, as softmax writes its output over a temporary input.
+      std::vector<float> c = x;
+      CHECK(std::bit_cast<std::uint32_t>(m::exp_sum(c.data(), mx, c.data(), n)) ==
+            std::bit_cast<std::uint32_t>(want_sum));
+      CHECK(std::equal(c.begin(), c.end(), want.begin(), [](float p, float q) {
+        return std::bit_cast<std::uint32_t>(p) == std::bit_cast<std::uint32_t>(q);
+      }));
+      // f64: std::exp of each difference, the same lanes.
+      std::vector<double> xd(x.begin(), x.end()), yd(x.size());
+      const double md = m::row_max(xd.data(), n);
+      double dl[8] = {};
+      for (std::size_t i = 0; i < xd.size(); ++i) dl[i % 8] += std::exp(xd[i] - md);
+      const double sd = m::exp_sum(xd.data(), md, yd.data(), n);
+      if (with_nan) {
+        CHECK(std::isnan(sd));
+      } else {
+        CHECK(sd == ((dl[0] + dl[4]) + (dl[2] + dl[6])) + ((dl[1] + dl[5]) + (dl[3] + dl[7])));
+        CHECK(yd[0] == std::exp(xd[0] - md));
+      }
+    }
+  }
+  std::vector<float> s{1.5f, -2.0f, 3.0e-39f, 7.0f, 0.1f, 2.0f, 8.0f, 9.0f, 10.0f, -0.0f};
+  const std::vector<float> s0 = s;
+  m::scale(s.data(), 0.25f, static_cast<std::int64_t>(s.size()));
+  for (std::size_t i = 0; i < s.size(); ++i)
+    CHECK(std::bit_cast<std::uint32_t>(s[i]) == std::bit_cast<std::uint32_t>(s0[i] * 0.25f));
 }
 
 TEST_CASE("f64 maths is within 2 ulp (sqrt: exact) of a long double reference", "[math_ulp]") {

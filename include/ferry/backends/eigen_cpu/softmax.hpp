@@ -12,6 +12,7 @@
 #include "ferry/backends/eigen_cpu/elementwise.hpp"
 #include "ferry/backends/eigen_cpu/math.hpp"
 #include "ferry/backends/eigen_cpu/reduce.hpp"
+#include "ferry/backends/eigen_cpu/softmax_rows.hpp"
 #include "ferry/detail/parallel.hpp"
 #include "ferry/dtype.hpp"
 #include "ferry/error.hpp"
@@ -28,11 +29,12 @@ namespace ferry::detail::cpu {
 /// So the edge rows come out as there: -inf everywhere but one finite value gives exactly 1
 /// there and 0 elsewhere (log: 0 and -inf); a row of -inf only, or with +inf or NaN, gives NaN.
 /// exp is math.hpp's (the exp kernel's). A contiguous row is read from memory once and written
-/// once: the passes after the max run on the row while it is in cache, where the decomposition
-/// makes five tensors. Along a strided dim, whole rows of inner elements go at once, vectorised,
-/// in column chunks that run in parallel. f16 and bf16 run in f32, each result rounded once.
-/// Sums are in Eigen's vectorised order, so results may differ from the decomposition's in the
-/// last bit or two.
+/// once: after the max, one pass makes exp(z) and its sum (math::exp_sum, the same bits with or
+/// without AVX2) and one scales, while the row is in cache, where the decomposition makes five
+/// tensors. Along a strided dim, whole rows of inner elements go at once, vectorised, in column
+/// chunks that run in parallel. f16 and bf16 run in f32, each result rounded once. The sums'
+/// order is not the sum kernel's, so results may differ from the decomposition's in the last bit
+/// or two.
 template <bool log>
 CpuTensor softmax(const AccountsPtr& acc, CpuTensor a, std::size_t dim, const char* name) {
   check(acc, a, name);
@@ -59,17 +61,14 @@ CpuTensor softmax(const AccountsPtr& acc, CpuTensor a, std::size_t dim, const ch
                        for (std::int64_t r = lo; r < hi; ++r) {
                          const T* x = p + r * n;
                          T* y = o + r * n;
-                         const T m = ConstArrMap<T>(x, n).maxCoeff();
-                         T* z = log ? e.data() : y;
-                         ArrMap<T>(z, n) = ConstArrMap<T>(x, n) - m;
+                         const T m = math::row_max(x, n);
+                         const T* next = r + 1 < hi ? x + n : nullptr;
                          if constexpr (log) {
-                           ArrMap<T>(y, n) = ArrMap<T>(z, n);  // z, kept
-                           math::exp(z, z, n);
-                           const T ls = std::log(ConstArrMap<T>(z, n).sum());
-                           ArrMap<T>(y, n) -= ls;
+                           const T ls = std::log(math::exp_sum(x, m, e.data(), n, next));
+                           ArrMap<T>(y, n) = (ConstArrMap<T>(x, n) - m) - ls;
                          } else {
-                           math::exp(z, z, n);
-                           ArrMap<T>(y, n) *= T(1) / ConstArrMap<T>(y, n).sum();
+                           const T s = math::exp_sum(x, m, y, n, next);
+                           math::scale(y, T(1) / s, n);
                          }
                        }
                      });
