@@ -22,6 +22,9 @@ constexpr double qnan = std::numeric_limits<double>::quiet_NaN();
 
 std::vector<double> values(const Tensor<EigenCpu>& t) { return t.to_data().to_vector<double>(); }
 std::vector<bool> bools(const Tensor<EigenCpu>& t) { return t.to_data().to_vector<bool>(); }
+std::vector<std::int64_t> ints(const Tensor<EigenCpu>& t) {
+  return t.to_data().to_vector<std::int64_t>();
+}
 
 void check_close(const std::vector<double>& got, const std::vector<long double>& want, double rel) {
   REQUIRE(got.size() == want.size());
@@ -260,7 +263,6 @@ TEST_CASE("argmax/argmin with Ties::last, and max/min_dim_with_indices") {
   // Rows: ties at 0 and 2; a NaN at 1 and 3; all equal.
   const auto t =
       r.from_vector(std::vector<double>{5, 1, 5, 2, 0, qnan, 3, qnan, 7, 7, 7, 7}, Shape{3, 4}, D0);
-  auto ints = [](const Tensor<EigenCpu>& x) { return x.to_data().to_vector<std::int64_t>(); };
   CHECK(ints(argmax(t, 1, false, Ties::first)) == std::vector<std::int64_t>{0, 1, 0});
   CHECK(ints(argmax(t, 1, false, Ties::last)) == std::vector<std::int64_t>{2, 3, 3});
   CHECK(ints(argmin(t, 1, false, Ties::last)) == std::vector<std::int64_t>{1, 3, 3});
@@ -284,4 +286,32 @@ TEST_CASE("argmax/argmin with Ties::last, and max/min_dim_with_indices") {
   CHECK(mv.dtype() == DType::i32);
   CHECK(ints(mi) == std::vector<std::int64_t>{4});
   CHECK(mi.shape() == Shape{1});
+}
+
+TEST_CASE("max/min_dim_with_indices: each value is the element its index names on any dim") {
+  const auto mode = GENERATE(Execution::Async, Execution::Inline);
+  R r(EigenCpu(1), {.execution = mode});
+  // [2, 3, 2] with the reduced dim in the middle: columns (4, 4, 0), (-1, 8, 8), (1, 9, 9) and
+  // (2, 2, 0), whose extremes and first indices are read off by hand.
+  const std::vector<float> xs{4, -1, 4, 8, 0, 8, 1, 2, 9, 2, 9, 0};
+  const auto x = r.from_vector(xs, Shape{2, 3, 2}, D0);
+  const auto [v, i] = max_dim_with_indices(x, -2);
+  CHECK(v.shape() == Shape{2, 2});
+  CHECK(v.dtype() == DType::f32);
+  CHECK(values(v) == std::vector<double>{4, 8, 9, 2});
+  CHECK(ints(i) == std::vector<std::int64_t>{0, 1, 1, 0});  // ties to the first
+  const auto [kv, ki] = min_dim_with_indices(x, 1, true);
+  CHECK(kv.shape() == Shape{2, 1, 2});
+  CHECK(values(kv) == std::vector<double>{0, -1, 1, 0});
+  CHECK(ints(ki) == std::vector<std::int64_t>{2, 0, 0, 2});
+  // -0 and +0 tie: the value is the element at the first index, sign included (torch's pairs).
+  const auto z = r.from_vector(std::vector<double>{-0.0, 0.0, 0.0, -0.0}, Shape{2, 2}, D0);
+  const auto [zv, zi] = max_dim_with_indices(z, 1);
+  const auto zs = values(zv);
+  CHECK(ints(zi) == std::vector<std::int64_t>{0, 0});
+  CHECK((std::signbit(zs[0]) && !std::signbit(zs[1])));
+  // A bad dim names the op; a 0-d tensor has no dim to reduce (as argmax along a dim).
+  const auto s = r.from_vector(std::vector<double>{3.5}, Shape{}, D0);
+  REQUIRE_THROWS_MATCHES(min_dim_with_indices(s, 0), IndexError, Says("min_dim_with_indices"));
+  REQUIRE_THROWS_MATCHES(max_dim_with_indices(x, 3), IndexError, Says("max_dim_with_indices"));
 }

@@ -210,22 +210,33 @@ template <Backend B>
 }
 
 /// The max (min) along `dim` and the index of each, as torch.max(x, dim): values of x's dtype,
-/// i64 indices; a NaN is the max and its (first) index is given.
+/// i64 indices; a NaN is the max and its (first) index is given. One pass over x finds the
+/// indices; the values are gathered at them (a read of the output's size), so each value is the
+/// element its index names, sign of zero included.
 template <Backend B>
 struct ValuesIndices {
   Tensor<B> values, indices;
 };
+namespace detail {
+template <Backend B>
+ValuesIndices<B> extreme_with_indices(ReduceKind k, Tensor<B> x, std::int64_t dim, bool keepdim) {
+  const char* op = k == ReduceKind::argmax ? "max_dim_with_indices" : "min_dim_with_indices";
+  const auto d = static_cast<std::int64_t>(x.shape().axis(dim, op));
+  auto i = k == ReduceKind::argmax ? argmax(x, d, true) : argmin(x, d, true);
+  auto v = gather(std::move(x), d, i);
+  if (keepdim) return {std::move(v), std::move(i)};
+  return {squeeze(std::move(v), d), squeeze(std::move(i), d)};
+}
+}  // namespace detail
 template <Backend B>
 [[nodiscard]] ValuesIndices<B> max_dim_with_indices(Tensor<B> x, std::int64_t dim,
                                                     bool keepdim = false) {
-  auto i = argmax(x, dim, keepdim);
-  return {max(std::move(x), dim, keepdim), std::move(i)};
+  return detail::extreme_with_indices(ReduceKind::argmax, std::move(x), dim, keepdim);
 }
 template <Backend B>
 [[nodiscard]] ValuesIndices<B> min_dim_with_indices(Tensor<B> x, std::int64_t dim,
                                                     bool keepdim = false) {
-  auto i = argmin(x, dim, keepdim);
-  return {min(std::move(x), dim, keepdim), std::move(i)};
+  return detail::extreme_with_indices(ReduceKind::argmin, std::move(x), dim, keepdim);
 }
 
 /// max(|x|) over all elements or along `dim` (burn's max_abs); float and int dtypes, NaN
