@@ -94,10 +94,10 @@ BENCHMARK(two_devices)
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
 
-// Control for the row above (not a Ferry measurement): the same two streams as plain Eigen GEMMs
-// on `threads` std::threads (2: one stream each; 1: both streams on one thread). Its ratio is
-// the parallel speedup this machine offers right now; on a busy 2-core box it is well below 2,
-// and no router can beat it.
+// B of the row "two devices vs two plain threads": the same two streams as plain Eigen GEMMs on
+// two std::threads, one stream each. Two devices cannot run faster than this; the row's ratio
+// is what the router keeps of the parallel speedup this machine offers right now (which on a
+// busy 2-core VM is well below 2x: the `threads:1` run gives it, for --ferry_verbose).
 void two_threads_eigen(benchmark::State& st) {
   const int threads = static_cast<int>(st.range(0));
   const auto& h = host_floats(static_cast<std::size_t>(kSide * kSide));

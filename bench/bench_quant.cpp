@@ -60,7 +60,11 @@ BENCHMARK(quantize_i8)
 
 // A: the first quantize_dynamic of a fresh router, as latency: what a user's first inference
 // after loading weights pays. Each iteration makes a router and its 64 Mi f32 input (untimed),
-// times one quantize + sync, and lets the router go (untimed). B: the warm call above.
+// times one quantize + sync, and lets the router go (untimed). B: the warm call above. The
+// router's memory cache is empty, so its 64 MiB output is fresh memory from the OS, and on a VM
+// part of this row is the host's: memory freed goes back to the host within seconds, and
+// writing 64 MiB of it again costs 115-150 ms on one thread (5 ms on memory the host still
+// backs; a plain C loop, no Ferry, issue #33). --ferry_verbose prints each iteration.
 void quantize_i8_first(benchmark::State& st) {
   for (auto _ : st) {
     st.PauseTiming();

@@ -19,12 +19,9 @@
 #include <utility>
 #include <vector>
 
-#if defined(__linux__)
-#  include <sys/mman.h>
-#endif
-
 #include "ferry/detail/arena.hpp"
 #include "ferry/detail/checked.hpp"
+#include "ferry/detail/fresh_memory.hpp"
 #include "ferry/detail/text.hpp"
 #include "ferry/dtype.hpp"
 #include "ferry/error.hpp"
@@ -58,21 +55,6 @@ namespace detail::cpu {
 /// ints, an invalid bool. A kernel that reads an output element it did not write then returns
 /// those instead of zeros (fresh pages) or an earlier tensor's values (recycled ones), so the
 /// test suite run in this mode (CI does) finds it. It costs a memset per allocation.
-/// Asks Linux for transparent huge pages over the 2 MiB-aligned middle of fresh memory of 4 MiB
-/// or more, before anything touches it. A new tensor's first write faults its pages in, and on
-/// a VM a 4 KiB fault costs ~10 us: 64 MiB took 180 ms to touch (a router's first quantize paid
-/// it, issue #33), 12 ms with huge pages. Advice only ("madvise" is the usual THP setting, and
-/// the default of Debian's kernels); a refusal changes nothing.
-inline void advise_huge_pages([[maybe_unused]] void* p, [[maybe_unused]] std::size_t n) noexcept {
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-  constexpr std::uintptr_t kHuge = std::uintptr_t{2} << 20;
-  if (p == nullptr || n < 2 * kHuge) return;
-  const auto b = reinterpret_cast<std::uintptr_t>(p);
-  const std::uintptr_t lo = (b + kHuge - 1) & ~(kHuge - 1), hi = (b + n) & ~(kHuge - 1);
-  if (hi > lo) (void)::madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_HUGEPAGE);
-#endif
-}
-
 class MemoryCache {
  public:
   /// The byte poison mode fills handed-out memory with.
@@ -111,7 +93,7 @@ class MemoryCache {
     }
     if (p == nullptr) {
       p = static_cast<std::byte*>(::operator new (cls, std::align_val_t{kBlockAlign}));
-      advise_huge_pages(p, cls);
+      detail::prepare_fresh(p, cls);
     }
     if (poison()) std::memset(p, kPoison, cls);
     return p;
@@ -139,7 +121,7 @@ class MemoryCache {
     std::vector<std::byte> v = pop_vector(size_class(n));
     if (v.capacity() < n) {
       v.reserve(size_class(n));
-      advise_huge_pages(v.data(), v.capacity());
+      detail::prepare_fresh(v.data(), n);
     }
     v.clear();
     return v;
@@ -153,7 +135,7 @@ class MemoryCache {
     if (v.capacity() < n) {
       v.clear();
       v.reserve(size_class(n));
-      advise_huge_pages(v.data(), v.capacity());
+      detail::prepare_fresh(v.data(), n);
     }
     v.resize(n);
     if (poison()) std::memset(v.data(), kPoison, n);
