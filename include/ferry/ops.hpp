@@ -396,3 +396,5 @@ template <Backend B>
 #include "ferry/ops/indexing.hpp"
 // bernoulli.
 #include "ferry/ops/random.hpp"
+// linear, embedding, layer_norm, rms_norm, group_norm, batch_norm (inference).
+#include "ferry/ops/nn.hpp"

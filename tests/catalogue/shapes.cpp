@@ -286,3 +286,28 @@ TEST_CASE("shapes: random normal with std 0", "[shapes]") {
                  "random: normal std must be > 0, got 0");
   w.check_intact();
 }
+
+TEST_CASE("shapes: linear of [2, 3] with a weight [2, 4] that does not take 3 inputs",
+          "[shapes]") {
+  World w(CATALOGUE_MODES);
+  {
+    auto wt = w.r.zeros({2, 4}, DType::f32, CpuDevice{0});
+    REQUIRE_RAISES(linear(w.get("f32"), wt), ShapeError,
+                   "linear: input [2, 3] and weight [2, 4] do not fit (weight is [out, in])");
+  }
+  w.check_intact();
+}
+
+TEST_CASE("shapes: layer_norm over a normalized_shape that is not the last dims", "[shapes]") {
+  World w(CATALOGUE_MODES);
+  REQUIRE_RAISES(layer_norm(w.get("f32"), Shape{2}), ShapeError,
+                 "layer_norm: normalized_shape [2] is not the last dims of [2, 3]");
+  w.check_intact();
+}
+
+TEST_CASE("shapes: group_norm of 3 channels in 2 groups", "[shapes]") {
+  World w(CATALOGUE_MODES);
+  REQUIRE_RAISES(group_norm(w.get("f32"), 2), ValueError,
+                 "group_norm: 3 channels of [2, 3] do not split into 2 groups");
+  w.check_intact();
+}

@@ -1,0 +1,245 @@
+// Ferry: the neural-network layers that are decompositions into the ops above (issue #19):
+// linear, embedding, layer_norm, rms_norm, group_norm and batch_norm in its inference form.
+// Every backend runs them with its primitive kernels. Included by ferry/ops.hpp.
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <span>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "ferry/ops.hpp"
+
+// Semantics are PyTorch's (torch.nn.functional.linear, embedding, layer_norm, rms_norm,
+// group_norm, batch_norm with training=False). Variances are biased (divided by n, as torch
+// normalises) and computed as the mean of squared deviations from the mean (two passes, not
+// E[x^2] - E[x]^2, which cancels). f16 and bf16 run in f32 and are rounded once at the end,
+// as torch's CPU kernels accumulate halves in float.
+namespace ferry {
+
+/// An optional tensor parameter (weight, bias): a Tensor, or std::nullopt. Not deduced, so a
+/// Tensor argument converts to it.
+template <Backend B>
+using Opt = std::type_identity_t<std::optional<Tensor<B>>>;
+
+namespace detail::nn {
+/// The operand and its optional affine parameters checked for a float-only layer: one device,
+/// one float dtype, no quantized tensor.
+template <Backend B>
+void check_floats(const char* op, const Tensor<B>& x, const std::optional<Tensor<B>>& w,
+                  const std::optional<Tensor<B>>& b) {
+  (void)common_device(op, x);
+  not_quantized(op, x.dtype());
+  want_kind(op, x.dtype(), {Kind::Float}, "float operands");
+  for (const auto* p : {&w, &b}) {
+    if (!p->has_value()) continue;
+    (void)common_device(op, x, **p);
+    not_quantized(op, (*p)->dtype());
+    same_dtype(op, x.dtype(), (*p)->dtype());
+  }
+}
+/// A parameter's shape must be `want`; `what` names it in the error.
+template <Backend B>
+void want_shape(const char* op, const char* what, const std::optional<Tensor<B>>& p,
+                const Shape& want) {
+  if (p && p->shape() != want)
+    raise<ShapeError>("shape", "{}: {} has shape {}, expected {}", op, what, p->shape(), want);
+}
+/// `f(x, w, b)` in f32 for the 16-bit floats (each operand cast, the result rounded once), else
+/// in the operands' dtype.
+template <Backend B, class F>
+Tensor<B> in_f32(F&& f, Tensor<B> x, std::optional<Tensor<B>> w, std::optional<Tensor<B>> b) {
+  const DType d = x.dtype();
+  if (d != DType::f16 && d != DType::bf16) return f(std::move(x), std::move(w), std::move(b));
+  auto up = [](std::optional<Tensor<B>> t) -> std::optional<Tensor<B>> {
+    if (!t) return std::nullopt;
+    return ferry::cast(std::move(*t), DType::f32);
+  };
+  auto y = f(ferry::cast(std::move(x), DType::f32), up(std::move(w)), up(std::move(b)));
+  return ferry::cast(std::move(y), d);
+}
+/// (x - mean) / sqrt(var + eps) along dim 1 of a [outer, inner] tensor (keepdim statistics).
+template <Backend B>
+Tensor<B> standardize_rows(Tensor<B> x2, double eps) {
+  auto m = mean(x2, 1, true);
+  auto c = std::move(x2) - std::move(m);
+  auto v = mean(c * c, 1, true);
+  return std::move(c) / sqrt(std::move(v) + eps);
+}
+/// x's shape with every dim but `keep` set to 1: how a per-channel parameter of shape [C]
+/// broadcasts over [N, C, ...].
+inline Shape channel_shape(const Shape& x, std::size_t keep) {
+  std::vector<std::int64_t> s(x.rank(), 1);
+  s[keep] = x[keep];
+  return Shape(std::move(s));
+}
+}  // namespace detail::nn
+
+/// torch.nn.functional.linear: x [..., in] times weight [out, in] transposed, plus bias [out]:
+/// y [..., out]. x of rank 1 gives a vector. Float and int dtypes (matmul's).
+template <Backend B>
+[[nodiscard]] Tensor<B> linear(Tensor<B> x, Tensor<B> weight, Opt<B> bias = std::nullopt) {
+  constexpr const char* op = "linear";
+  (void)detail::common_device(op, x, weight);
+  detail::not_quantized(op, weight.dtype());  // a quantized weight: matmul(x, q) with q [in, out]
+  if (weight.rank() != 2 || x.rank() == 0 || x.shape()[x.rank() - 1] != weight.shape()[1])
+    detail::raise<ShapeError>("shape",
+                              "{}: input {} and weight {} do not fit (weight is [out, in])", op,
+                              x.shape(), weight.shape());
+  detail::nn::want_shape(op, "bias", bias, Shape{weight.shape()[0]});
+  const bool vec = x.rank() == 1;
+  if (vec) x = unsqueeze(std::move(x), 0);
+  auto y = matmul(std::move(x), swap_dims(std::move(weight), 0, 1));
+  if (bias) y = std::move(y) + std::move(*bias);
+  return vec ? squeeze(std::move(y), 0) : y;
+}
+
+/// torch.nn.functional.embedding: the rows of weight [num, dim] that int `ids` name, in ids'
+/// shape: ids.shape + [dim]. An id outside [0, num) is an IndexError (index_select's).
+template <Backend B>
+[[nodiscard]] Tensor<B> embedding(Tensor<B> weight, Tensor<B> ids) {
+  constexpr const char* op = "embedding";
+  (void)detail::common_device(op, weight, ids);
+  detail::want_kind(op, ids.dtype(), {Kind::Int}, "int ids");
+  if (weight.rank() != 2)
+    detail::raise<ShapeError>("shape", "{}: weight must be 2-D [num, dim], got {}", op,
+                              weight.shape());
+  std::vector<std::int64_t> out = ids.shape().to_vector();
+  out.push_back(weight.shape()[1]);
+  auto rows = index_select(std::move(weight), 0, flatten(std::move(ids)));
+  return reshape(std::move(rows), Shape(std::move(out)));
+}
+
+/// torch.nn.functional.layer_norm: x standardized over its last `normalized_shape.size()` dims
+/// (which must equal normalized_shape), then times weight and plus bias (each of
+/// normalized_shape, optional). eps defaults to torch's 1e-5.
+template <Backend B>
+[[nodiscard]] Tensor<B> layer_norm(Tensor<B> x, const Shape& normalized_shape,
+                                   Opt<B> weight = std::nullopt, Opt<B> bias = std::nullopt,
+                                   double eps = 1e-5) {
+  constexpr const char* op = "layer_norm";
+  detail::nn::check_floats(op, x, weight, bias);
+  const std::size_t k = normalized_shape.rank(), r = x.rank();
+  bool fits = k >= 1 && k <= r;
+  for (std::size_t i = 0; fits && i < k; ++i) fits = x.shape()[r - k + i] == normalized_shape[i];
+  if (!fits)
+    detail::raise<ShapeError>("shape", "{}: normalized_shape {} is not the last dims of {}", op,
+                              normalized_shape, x.shape());
+  detail::nn::want_shape(op, "weight", weight, normalized_shape);
+  detail::nn::want_shape(op, "bias", bias, normalized_shape);
+  const std::int64_t inner = normalized_shape.numel();
+  const std::int64_t outer = inner == 0 ? 0 : x.numel() / inner;
+  auto f = [&](Tensor<B> t, std::optional<Tensor<B>> w, std::optional<Tensor<B>> b) {
+    const Shape s = t.shape();
+    auto y =
+        reshape(detail::nn::standardize_rows(reshape(std::move(t), Shape{outer, inner}), eps), s);
+    if (w) y = std::move(y) * std::move(*w);
+    if (b) y = std::move(y) + std::move(*b);
+    return y;
+  };
+  return detail::nn::in_f32<B>(f, std::move(x), std::move(weight), std::move(bias));
+}
+
+/// torch.nn.functional.rms_norm: x / sqrt(mean(x^2 over the last normalized_shape dims) + eps),
+/// times weight (optional). eps defaults to torch's: the machine epsilon of x's dtype.
+template <Backend B>
+[[nodiscard]] Tensor<B> rms_norm(Tensor<B> x, const Shape& normalized_shape,
+                                 Opt<B> weight = std::nullopt,
+                                 std::optional<double> eps = std::nullopt) {
+  constexpr const char* op = "rms_norm";
+  detail::nn::check_floats(op, x, weight, std::optional<Tensor<B>>{});
+  const std::size_t k = normalized_shape.rank(), r = x.rank();
+  bool fits = k >= 1 && k <= r;
+  for (std::size_t i = 0; fits && i < k; ++i) fits = x.shape()[r - k + i] == normalized_shape[i];
+  if (!fits)
+    detail::raise<ShapeError>("shape", "{}: normalized_shape {} is not the last dims of {}", op,
+                              normalized_shape, x.shape());
+  detail::nn::want_shape(op, "weight", weight, normalized_shape);
+  const double e = eps                       ? *eps
+                   : x.dtype() == DType::f64 ? std::numeric_limits<double>::epsilon()
+                   : x.dtype() == DType::f32 ? double{std::numeric_limits<float>::epsilon()}
+                   : x.dtype() == DType::f16 ? 0.0009765625  // 2^-10
+                                             : 0.0078125;    // bf16: 2^-7
+  const std::int64_t inner = normalized_shape.numel();
+  const std::int64_t outer = inner == 0 ? 0 : x.numel() / inner;
+  auto f = [&](Tensor<B> t, std::optional<Tensor<B>> w, std::optional<Tensor<B>>) {
+    const Shape s = t.shape();
+    auto t2 = reshape(std::move(t), Shape{outer, inner});
+    auto ms = mean(t2 * t2, 1, true);
+    auto y = reshape(std::move(t2) / sqrt(std::move(ms) + e), s);
+    if (w) y = std::move(y) * std::move(*w);
+    return y;
+  };
+  return detail::nn::in_f32<B>(f, std::move(x), std::move(weight), std::nullopt);
+}
+
+/// torch.nn.functional.group_norm: x [N, C, ...] with its C channels in `groups` groups of
+/// C / groups, each (channels and the dims after them) standardized per sample, then times
+/// weight [C] and plus bias [C] per channel (optional). eps defaults to torch's 1e-5.
+template <Backend B>
+[[nodiscard]] Tensor<B> group_norm(Tensor<B> x, std::int64_t groups, Opt<B> weight = std::nullopt,
+                                   Opt<B> bias = std::nullopt, double eps = 1e-5) {
+  constexpr const char* op = "group_norm";
+  detail::nn::check_floats(op, x, weight, bias);
+  if (x.rank() < 2)
+    detail::raise<ShapeError>("shape", "{}: input must be [N, C, ...], got {}", op, x.shape());
+  const std::int64_t c = x.shape()[1];
+  if (groups < 1 || c % groups != 0)
+    detail::raise<ValueError>("value", "{}: {} channels of {} do not split into {} groups", op, c,
+                              x.shape(), groups);
+  detail::nn::want_shape(op, "weight", weight, Shape{c});
+  detail::nn::want_shape(op, "bias", bias, Shape{c});
+  const std::int64_t n = x.shape()[0];
+  const std::int64_t per = n * groups == 0 ? 0 : x.numel() / (n * groups);
+  auto f = [&](Tensor<B> t, std::optional<Tensor<B>> w, std::optional<Tensor<B>> b) {
+    const Shape s = t.shape();
+    const Shape ch = detail::nn::channel_shape(s, 1);
+    auto y = reshape(
+        detail::nn::standardize_rows(reshape(std::move(t), Shape{n * groups, per}), eps), s);
+    if (w) y = std::move(y) * reshape(std::move(*w), ch);
+    if (b) y = std::move(y) + reshape(std::move(*b), ch);
+    return y;
+  };
+  return detail::nn::in_f32<B>(f, std::move(x), std::move(weight), std::move(bias));
+}
+
+/// torch.nn.functional.batch_norm with training=False: x [N, C, ...] standardized per channel
+/// with the given running_mean [C] and running_var [C], then times weight [C] and plus bias [C]
+/// (optional). eps defaults to torch's 1e-5.
+template <Backend B>
+[[nodiscard]] Tensor<B> batch_norm(Tensor<B> x, Tensor<B> running_mean, Tensor<B> running_var,
+                                   Opt<B> weight = std::nullopt, Opt<B> bias = std::nullopt,
+                                   double eps = 1e-5) {
+  constexpr const char* op = "batch_norm";
+  detail::nn::check_floats(op, x, weight, bias);
+  detail::nn::check_floats(op, x, std::optional<Tensor<B>>(running_mean),
+                           std::optional<Tensor<B>>(running_var));
+  if (x.rank() < 2)
+    detail::raise<ShapeError>("shape", "{}: input must be [N, C, ...], got {}", op, x.shape());
+  const Shape c{x.shape()[1]};
+  detail::nn::want_shape(op, "running_mean", std::optional<Tensor<B>>(running_mean), c);
+  detail::nn::want_shape(op, "running_var", std::optional<Tensor<B>>(running_var), c);
+  detail::nn::want_shape(op, "weight", weight, c);
+  detail::nn::want_shape(op, "bias", bias, c);
+  const Shape ch = detail::nn::channel_shape(x.shape(), 1);
+  // (x - mean) / sqrt(var + eps) * weight + bias, the formula of torch's documentation.
+  auto f = [&](Tensor<B> t, std::optional<Tensor<B>> w, std::optional<Tensor<B>> b) {
+    auto m = reshape(std::move(running_mean), ch);
+    auto v = reshape(std::move(running_var), ch);
+    if (t.dtype() != m.dtype()) {  // halves: the statistics in f32 too
+      m = ferry::cast(std::move(m), t.dtype());
+      v = ferry::cast(std::move(v), t.dtype());
+    }
+    auto y = (std::move(t) - std::move(m)) / sqrt(std::move(v) + eps);
+    if (w) y = std::move(y) * reshape(std::move(*w), ch);
+    if (b) y = std::move(y) + reshape(std::move(*b), ch);
+    return y;
+  };
+  return detail::nn::in_f32<B>(f, std::move(x), std::move(weight), std::move(bias));
+}
+
+}  // namespace ferry

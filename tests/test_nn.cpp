@@ -1,0 +1,224 @@
+// linear, embedding, layer_norm, rms_norm, group_norm and batch_norm through the router, in
+// both execution modes, against references computed here in long double with plain loops (the
+// formulas of torch's documentation); f16 against the same references at f16's precision;
+// constant rows, NaN, groups equal to channels, empty batches, and the errors.
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <cstdint>
+#include <ferry/ferry.hpp>
+#include <limits>
+#include <optional>
+#include <vector>
+
+#include "matchers.hpp"
+
+using namespace ferry;
+using ferry_test::Says;
+
+namespace {
+using R = Router<EigenCpu>;
+using T = Tensor<EigenCpu>;
+constexpr CpuDevice D0{0};
+using LD = long double;
+
+std::vector<double> values(const T& t) { return t.to_data().to_vector<double>(); }
+
+/// Deterministic values in [-3, 3) with some spread (no two rows alike).
+std::vector<double> data(std::size_t n, unsigned seed) {
+  std::vector<double> v(n);
+  std::uint32_t s = 0x9E3779B9u ^ seed;
+  for (auto& x : v) {
+    s = s * 1664525u + 1013904223u;
+    x = static_cast<double>(s >> 8) / static_cast<double>(1u << 24) * 6.0 - 3.0;
+  }
+  return v;
+}
+
+void check_close(const std::vector<double>& got, const std::vector<LD>& want, double rel,
+                 double abs = 0) {
+  REQUIRE(got.size() == want.size());
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    INFO("element " << i << ": got " << got[i] << ", want " << static_cast<double>(want[i]));
+    if (std::isnan(static_cast<double>(want[i]))) {
+      CHECK(std::isnan(got[i]));
+      continue;
+    }
+    CHECK(std::abs(static_cast<LD>(got[i]) - want[i]) <= rel * std::abs(want[i]) + abs);
+  }
+}
+
+/// (x - mean) / sqrt(var + eps) over consecutive rows of `inner` elements, biased variance.
+std::vector<LD> standardized(const std::vector<double>& x, std::size_t inner, LD eps) {
+  std::vector<LD> y(x.size());
+  for (std::size_t r = 0; r * inner < x.size(); ++r) {
+    LD m = 0, v = 0;
+    for (std::size_t i = 0; i < inner; ++i) m += x[r * inner + i];
+    m /= static_cast<LD>(inner);
+    for (std::size_t i = 0; i < inner; ++i) v += (x[r * inner + i] - m) * (x[r * inner + i] - m);
+    v /= static_cast<LD>(inner);
+    for (std::size_t i = 0; i < inner; ++i)
+      y[r * inner + i] = (x[r * inner + i] - m) / std::sqrt(v + eps);
+  }
+  return y;
+}
+}  // namespace
+
+TEST_CASE("linear is x times weight transposed plus bias, batched and on a vector") {
+  const auto mode = GENERATE(Execution::Async, Execution::Inline);
+  R r(EigenCpu(1), {.execution = mode});
+  const auto xs = data(2 * 3 * 4, 1), ws = data(5 * 4, 2), bs = data(5, 3);
+  const auto x = r.from_vector(xs, Shape{2, 3, 4}, D0);
+  const auto w = r.from_vector(ws, Shape{5, 4}, D0);
+  const auto b = r.from_vector(bs, Shape{5}, D0);
+  std::vector<LD> want(2 * 3 * 5);
+  for (std::size_t row = 0; row < 6; ++row)
+    for (std::size_t o = 0; o < 5; ++o) {
+      LD s = bs[o];
+      for (std::size_t i = 0; i < 4; ++i) s += static_cast<LD>(xs[row * 4 + i]) * ws[o * 4 + i];
+      want[row * 5 + o] = s;
+    }
+  const auto y = linear(x, w, b);
+  CHECK(y.shape() == Shape{2, 3, 5});
+  check_close(values(y), want, 1e-13, 1e-13);
+  // Without bias, on a vector: [4] -> [5].
+  const auto v =
+      linear(r.from_vector(std::vector<double>(xs.begin(), xs.begin() + 4), Shape{4}, D0), w);
+  CHECK(v.shape() == Shape{5});
+  std::vector<LD> want_v(5);
+  for (std::size_t o = 0; o < 5; ++o) want_v[o] = want[o] - bs[o];
+  check_close(values(v), want_v, 1e-13, 1e-13);
+  REQUIRE_THROWS_MATCHES(linear(x, r.from_vector(ws, Shape{4, 5}, D0)), ShapeError, Says("linear"));
+  REQUIRE_THROWS_MATCHES(linear(x, w, r.from_vector(bs, Shape{1, 5}, D0)), ShapeError,
+                         Says("bias has shape [1, 5], expected [5]"));
+}
+
+TEST_CASE("embedding gathers the rows its ids name, in the ids' shape") {
+  const auto mode = GENERATE(Execution::Async, Execution::Inline);
+  R r(EigenCpu(1), {.execution = mode});
+  const auto ws = data(6 * 3, 4);
+  const auto w = r.from_vector(ws, Shape{6, 3}, D0);
+  const auto ids = r.from_vector(std::vector<std::int64_t>{5, 0, 0, 2}, Shape{2, 2}, D0);
+  const auto e = embedding(w, ids);
+  CHECK(e.shape() == Shape{2, 2, 3});
+  std::vector<double> want;
+  for (const std::size_t id : {5, 0, 0, 2})
+    for (std::size_t j = 0; j < 3; ++j) want.push_back(ws[id * 3 + j]);
+  CHECK(values(e) == want);  // copies: exact
+  const auto one = embedding(w, r.from_vector(std::vector<std::int32_t>{4}, Shape{}, D0));
+  CHECK(one.shape() == Shape{3});
+  CHECK(values(one) == std::vector<double>(ws.begin() + 12, ws.begin() + 15));
+  CHECK(embedding(w, r.zeros(Shape{0, 7}, DType::i64, D0)).shape() == Shape{0, 7, 3});
+  REQUIRE_THROWS_MATCHES(embedding(w, r.from_vector(std::vector<float>{1}, Shape{1}, D0)),
+                         DTypeError, Says("embedding"));
+  REQUIRE_THROWS_AS(
+      [&] {
+        auto bad = embedding(w, r.from_vector(std::vector<std::int64_t>{6}, Shape{1}, D0));
+        (void)bad.to_data();
+      }(),
+      Error);  // id 6 of 6 rows: an index error, at the call or at the read
+}
+
+TEST_CASE("layer_norm and rms_norm over the last dims, with and without affine parameters") {
+  const auto mode = GENERATE(Execution::Async, Execution::Inline);
+  R r(EigenCpu(2), {.execution = mode});
+  const auto xs = data(3 * 4 * 5, 5), ws = data(4 * 5, 6), bs = data(4 * 5, 7);
+  const auto x = r.from_vector(xs, Shape{3, 4, 5}, D0);
+  const auto w = r.from_vector(ws, Shape{4, 5}, D0);
+  const auto b = r.from_vector(bs, Shape{4, 5}, D0);
+
+  auto want = standardized(xs, 20, 1e-5L);
+  check_close(values(layer_norm(x, Shape{4, 5})), want, 1e-12, 1e-12);
+  for (std::size_t i = 0; i < want.size(); ++i) want[i] = want[i] * ws[i % 20] + bs[i % 20];
+  check_close(values(layer_norm(x, Shape{4, 5}, w, b)), want, 1e-12, 1e-12);
+  // Over the last dim only, eps 0.1.
+  const auto one = standardized(xs, 5, 0.1L);
+  check_close(values(layer_norm(x, Shape{5}, std::nullopt, std::nullopt, 0.1)), one, 1e-12, 1e-12);
+
+  // rms_norm: x / sqrt(mean(x^2) + eps), eps the dtype's machine epsilon by default.
+  std::vector<LD> rms(xs.size());
+  for (std::size_t row = 0; row < 3; ++row) {
+    LD ms = 0;
+    for (std::size_t i = 0; i < 20; ++i) ms += static_cast<LD>(xs[row * 20 + i]) * xs[row * 20 + i];
+    ms = ms / 20 + std::numeric_limits<double>::epsilon();
+    for (std::size_t i = 0; i < 20; ++i)
+      rms[row * 20 + i] = xs[row * 20 + i] / std::sqrt(ms) * ws[i];
+  }
+  check_close(values(rms_norm(x, Shape{4, 5}, w)), rms, 1e-12, 1e-12);
+
+  // A constant row has zero variance: layer_norm gives the bias exactly, rms_norm x / |x|.
+  const auto c = r.from_vector(std::vector<double>(5, 2.5), Shape{1, 5}, D0);
+  const auto cb = r.from_vector(std::vector<double>{1, -2, 0, 4, 8}, Shape{5}, D0);
+  CHECK(values(layer_norm(c, Shape{5}, std::nullopt, cb)) == std::vector<double>{1, -2, 0, 4, 8});
+  check_close(values(rms_norm(c, Shape{5}, std::nullopt, 0.0)), std::vector<LD>(5, 1.0L), 1e-15);
+  // A NaN spreads over its row only.
+  auto nan_x = xs;
+  nan_x[7] = std::numeric_limits<double>::quiet_NaN();
+  const auto nan_y = values(layer_norm(r.from_vector(nan_x, Shape{3, 4, 5}, D0), Shape{4, 5}));
+  CHECK((std::isnan(nan_y[0]) && std::isnan(nan_y[19]) && !std::isnan(nan_y[20])));
+  // An empty batch is an empty result.
+  CHECK(layer_norm(r.zeros(Shape{0, 4, 5}, DType::f64, D0), Shape{4, 5}).shape() == Shape{0, 4, 5});
+
+  REQUIRE_THROWS_MATCHES(layer_norm(x, Shape{4}), ShapeError,
+                         Says("normalized_shape [4] is not the last dims of [3, 4, 5]"));
+  REQUIRE_THROWS_MATCHES(layer_norm(x, Shape{4, 5}, b, r.from_vector(bs, Shape{20}, D0)),
+                         ShapeError, Says("bias has shape [20], expected [4, 5]"));
+  REQUIRE_THROWS_MATCHES(rms_norm(r.zeros(Shape{2, 3}, DType::i32, D0), Shape{3}), DTypeError,
+                         Says("rms_norm"));
+  REQUIRE_THROWS_MATCHES(layer_norm(x, Shape{4, 5}, r.zeros(Shape{4, 5}, DType::f32, D0)),
+                         DTypeError, Says("layer_norm"));
+}
+
+TEST_CASE("group_norm and batch_norm per channel of [N, C, H, W]") {
+  const auto mode = GENERATE(Execution::Async, Execution::Inline);
+  R r(EigenCpu(2), {.execution = mode});
+  constexpr std::size_t N = 2, C = 6, HW = 4;
+  const auto xs = data(N * C * HW, 8), ws = data(C, 9), bs = data(C, 10);
+  const auto x = r.from_vector(xs, Shape{2, 6, 2, 2}, D0);
+  const auto w = r.from_vector(ws, Shape{6}, D0);
+  const auto b = r.from_vector(bs, Shape{6}, D0);
+  for (const std::size_t g : {std::size_t{1}, std::size_t{3}, C}) {  // C: one channel per group
+    INFO("groups " << g);
+    auto want = standardized(xs, C / g * HW, 1e-5L);  // a group's elements are consecutive
+    for (std::size_t i = 0; i < want.size(); ++i) {
+      const std::size_t ch = i / HW % C;
+      want[i] = want[i] * ws[ch] + bs[ch];
+    }
+    check_close(values(group_norm(x, static_cast<std::int64_t>(g), w, b)), want, 1e-12, 1e-12);
+  }
+  REQUIRE_THROWS_MATCHES(group_norm(x, 4), ValueError, Says("6 channels"));
+  REQUIRE_THROWS_MATCHES(group_norm(x, 0), ValueError, Says("group_norm"));
+  REQUIRE_THROWS_MATCHES(group_norm(r.zeros(Shape{6}, DType::f64, D0), 2), ShapeError,
+                         Says("group_norm"));
+  CHECK(group_norm(r.zeros(Shape{0, 6, 3}, DType::f64, D0), 3).shape() == Shape{0, 6, 3});
+
+  // batch_norm with running statistics (inference): per channel, the formula.
+  const auto ms = data(C, 11);
+  std::vector<double> vs(C);
+  for (std::size_t c = 0; c < C; ++c) vs[c] = 0.5 + static_cast<double>(c);
+  const auto m = r.from_vector(ms, Shape{6}, D0);
+  const auto v = r.from_vector(vs, Shape{6}, D0);
+  std::vector<LD> want(xs.size());
+  for (std::size_t i = 0; i < xs.size(); ++i) {
+    const std::size_t ch = i / HW % C;
+    want[i] =
+        (xs[i] - static_cast<LD>(ms[ch])) / std::sqrt(static_cast<LD>(vs[ch]) + 1e-5L) * ws[ch] +
+        bs[ch];
+  }
+  check_close(values(batch_norm(x, m, v, w, b)), want, 1e-12, 1e-12);
+  REQUIRE_THROWS_MATCHES(batch_norm(x, m, r.from_vector(vs, Shape{1, 6}, D0)), ShapeError,
+                         Says("running_var has shape [1, 6], expected [6]"));
+}
+
+TEST_CASE("the norms on f16 run in f32 and round once") {
+  R r(EigenCpu(1));
+  const auto xs = data(4 * 8, 12);
+  std::vector<double> x16(xs.size());  // the inputs as f16 holds them
+  const auto x = cast(r.from_vector(xs, Shape{4, 8}, D0), DType::f16);
+  x16 = values(x);
+  const auto ln = layer_norm(x, Shape{8});
+  CHECK(ln.dtype() == DType::f16);
+  check_close(values(ln), standardized(x16, 8, 1e-5L), 1.0 / 1024, 1.0 / 1024);
+  const auto gn = group_norm(reshape(x, Shape{2, 4, 4}), 2);
+  CHECK(gn.dtype() == DType::f16);
+  check_close(values(gn), standardized(x16, 8, 1e-5L), 1.0 / 1024, 1.0 / 1024);
+}
