@@ -1,7 +1,8 @@
-// linear, embedding, layer_norm, rms_norm, group_norm and batch_norm through the router, in
-// both execution modes, against references computed here in long double with plain loops (the
+// linear, embedding, layer_norm, rms_norm, group_norm, batch_norm and attention through the router,
+// in both execution modes, against references computed here in long double with plain loops (the
 // formulas of torch's documentation); f16 against the same references at f16's precision;
 // constant rows, NaN, groups equal to channels, empty batches, and the errors.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdint>
@@ -221,4 +222,105 @@ TEST_CASE("the norms on f16 run in f32 and round once") {
   const auto gn = group_norm(reshape(x, Shape{2, 4, 4}), 2);
   CHECK(gn.dtype() == DType::f16);
   check_close(values(gn), standardized(x16, 8, 1e-5L), 1.0 / 1024, 1.0 / 1024);
+}
+
+namespace {
+/// softmax(q k^T * scale + bias) v for one [L, E] x [S, E] x [S, Ev] head; `allowed(i, j)` false
+/// drops a score (-inf), `add(i, j)` is added.
+template <class A, class D>
+std::vector<LD> attend(const double* q, const double* k, const double* v, std::size_t l,
+                       std::size_t s, std::size_t e, std::size_t ev, LD scale, A allowed, D add) {
+  std::vector<LD> y(l * ev, 0);
+  for (std::size_t i = 0; i < l; ++i) {
+    std::vector<LD> sc(s);
+    LD m = -std::numeric_limits<LD>::infinity();
+    for (std::size_t j = 0; j < s; ++j) {
+      LD dot = 0;
+      for (std::size_t t = 0; t < e; ++t) dot += static_cast<LD>(q[i * e + t]) * k[j * e + t];
+      sc[j] = allowed(i, j) ? dot * scale + add(i, j) : -std::numeric_limits<LD>::infinity();
+      m = std::max(m, sc[j]);
+    }
+    LD z = 0;
+    for (std::size_t j = 0; j < s; ++j) z += std::exp(sc[j] - m);
+    for (std::size_t c = 0; c < ev; ++c) {
+      LD acc = 0;
+      for (std::size_t j = 0; j < s; ++j) acc += std::exp(sc[j] - m) / z * v[j * ev + c];
+      y[i * ev + c] =
+          m == -std::numeric_limits<LD>::infinity() ? std::numeric_limits<LD>::quiet_NaN() : acc;
+    }
+  }
+  return y;
+}
+}  // namespace
+
+TEST_CASE("attention: softmax(q k^T scale + mask) v per head, masks, causal over a KV cache") {
+  const auto mode = GENERATE(Execution::Async, Execution::Inline);
+  R r(EigenCpu(2), {.execution = mode});
+  constexpr std::size_t H = 6, L = 4, S = 7, E = 5, EV = 3;  // [2, 3] heads
+  const auto qs = data(H * L * E, 21), ks = data(H * S * E, 22), vs = data(H * S * EV, 23);
+  const auto q = r.from_vector(qs, Shape{2, 3, 4, 5}, D0);
+  const auto k = r.from_vector(ks, Shape{2, 3, 7, 5}, D0);
+  const auto v = r.from_vector(vs, Shape{2, 3, 7, 3}, D0);
+  const LD sc = 1 / std::sqrt(static_cast<LD>(E));
+  auto all = [](std::size_t, std::size_t) { return true; };
+  auto none = [](std::size_t, std::size_t) { return LD{0}; };
+  auto heads = [&](auto allowed, auto add, LD scale) {
+    std::vector<LD> want;
+    for (std::size_t h = 0; h < H; ++h) {
+      const auto y =
+          attend(&qs[h * L * E], &ks[h * S * E], &vs[h * S * EV], L, S, E, EV, scale, allowed, add);
+      want.insert(want.end(), y.begin(), y.end());
+    }
+    return want;
+  };
+  const auto y = attention(q, k, v);
+  CHECK(y.shape() == Shape{2, 3, 4, 3});
+  check_close(values(y), heads(all, none, sc), 1e-12, 1e-12);
+  check_close(values(attention(q, k, v, std::nullopt, false, 0.25)), heads(all, none, 0.25L), 1e-12,
+              1e-12);
+  // Causal, bottom-right: query i sees keys j <= i + 3 (the 3 cached ones and itself).
+  check_close(values(attention(q, k, v, std::nullopt, true)),
+              heads([](std::size_t i, std::size_t j) { return j <= i + 3; }, none, sc), 1e-12,
+              1e-12);
+  // A bool mask [L, S] broadcast over the heads, and a float mask added.
+  std::vector<std::uint8_t> keep(L * S);
+  std::vector<double> bias(L * S);
+  for (std::size_t i = 0; i < L * S; ++i) {
+    keep[i] = (i * 5 + 1) % 3 != 0;
+    bias[i] = static_cast<double>(i % 4) - 1.5;
+  }
+  const auto bm = cast(r.from_vector(keep, Shape{4, 7}, D0), DType::boolean);
+  check_close(values(attention(q, k, v, bm)),
+              heads([&](std::size_t i, std::size_t j) { return keep[i * S + j] != 0; }, none, sc),
+              1e-12, 1e-12);
+  check_close(values(attention(q, k, v, r.from_vector(bias, Shape{4, 7}, D0))),
+              heads(
+                  all, [&](std::size_t i, std::size_t j) { return LD{bias[i * S + j]}; }, sc),
+              1e-12, 1e-12);
+  // A query that may attend to nothing gets NaN; the others are unaffected.
+  std::vector<std::uint8_t> row0(L * S, 1);
+  for (std::size_t j = 0; j < S; ++j) row0[j] = 0;
+  const auto yn =
+      values(attention(q, k, v, cast(r.from_vector(row0, Shape{4, 7}, D0), DType::boolean)));
+  CHECK((std::isnan(yn[0]) && std::isnan(yn[2]) && !std::isnan(yn[3])));
+  // f16 runs in f32: within f16's rounding of the f64 reference over the f16 inputs.
+  const auto q16 = cast(q, DType::f16), k16 = cast(k, DType::f16), v16 = cast(v, DType::f16);
+  const auto q16s = values(q16), k16s = values(k16), v16s = values(v16);
+  std::vector<LD> want16;
+  for (std::size_t h = 0; h < H; ++h) {
+    const auto yh =
+        attend(&q16s[h * L * E], &k16s[h * S * E], &v16s[h * S * EV], L, S, E, EV, sc, all, none);
+    want16.insert(want16.end(), yh.begin(), yh.end());
+  }
+  const auto y16 = attention(q16, k16, v16);
+  CHECK(y16.dtype() == DType::f16);
+  check_close(values(y16), want16, 1.0 / 1024, 1.0 / 2048);
+
+  REQUIRE_THROWS_MATCHES(attention(q, v, v), ShapeError, Says("attention: q [2, 3, 4, 5]"));
+  REQUIRE_THROWS_MATCHES(attention(k, q, q, std::nullopt, true), ShapeError,
+                         Says("causal with 7 queries over 4 keys"));
+  REQUIRE_THROWS_MATCHES(attention(q, k, cast(v, DType::f32)), DTypeError, Says("attention"));
+  REQUIRE_THROWS_MATCHES(
+      attention(q, k, v, r.from_vector(std::vector<std::int32_t>(28), Shape{4, 7}, D0)), DTypeError,
+      Says("attention"));
 }

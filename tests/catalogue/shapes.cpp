@@ -287,8 +287,7 @@ TEST_CASE("shapes: random normal with std 0", "[shapes]") {
   w.check_intact();
 }
 
-TEST_CASE("shapes: linear of [2, 3] with a weight [2, 4] that does not take 3 inputs",
-          "[shapes]") {
+TEST_CASE("shapes: linear of [2, 3] with a weight [2, 4] that does not take 3 inputs", "[shapes]") {
   World w(CATALOGUE_MODES);
   {
     auto wt = w.r.zeros({2, 4}, DType::f32, CpuDevice{0});
@@ -309,5 +308,17 @@ TEST_CASE("shapes: group_norm of 3 channels in 2 groups", "[shapes]") {
   World w(CATALOGUE_MODES);
   REQUIRE_RAISES(group_norm(w.get("f32"), 2), ValueError,
                  "group_norm: 3 channels of [2, 3] do not split into 2 groups");
+  w.check_intact();
+}
+
+TEST_CASE("shapes: attention with keys whose width differs from the queries'", "[shapes]") {
+  World w(CATALOGUE_MODES);
+  {
+    auto q = w.r.zeros({4, 8}, DType::f32, CpuDevice{0});
+    auto k = w.r.zeros({6, 5}, DType::f32, CpuDevice{0});
+    REQUIRE_RAISES(attention(q, k, k), ShapeError,
+                   "attention: q [4, 8], k [6, 5] and v [6, 5] do not fit (q [..., L, E], k "
+                   "[..., S, E], v [..., S, Ev])");
+  }
   w.check_intact();
 }

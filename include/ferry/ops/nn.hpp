@@ -1,9 +1,11 @@
 // Ferry: the neural-network layers that are decompositions into the ops above (issue #19):
-// linear, embedding, layer_norm, rms_norm, group_norm and batch_norm in its inference form.
+// linear, embedding, layer_norm, rms_norm, group_norm, batch_norm in its inference form, and
+// scaled dot-product attention.
 // Every backend runs them with its primitive kernels. Included by ferry/ops.hpp.
 // SPDX-License-Identifier: MIT
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <optional>
@@ -240,6 +242,64 @@ template <Backend B>
     return y;
   };
   return detail::nn::in_f32<B>(f, std::move(x), std::move(weight), std::move(bias));
+}
+
+/// Scaled dot-product attention, torch.nn.functional.scaled_dot_product_attention's maths:
+/// softmax(q k^T * scale + mask) v for q [..., L, E], k [..., S, E], v [..., S, Ev] (batch dims
+/// broadcast, as matmul's): [..., L, Ev]. scale defaults to 1 / sqrt(E). `mask` broadcasts to
+/// [..., L, S]: a bool mask keeps the scores where it is true (the rest become -inf), a float
+/// mask is added. `causal`: query i attends to keys j <= i + (S - L), the diagonal aligned to the
+/// bottom right, so a step of decoding (L new queries, a KV cache of S >= L keys) attends to
+/// every cached key and to itself; for S == L it is torch's is_causal (which aligns to the top
+/// left, torch's CausalVariant.LOWER_RIGHT being this). A query that may attend to no key gets
+/// NaN, as torch's math kernel. f16 and bf16 run in f32 (f32 accumulation), rounded once.
+template <Backend B>
+[[nodiscard]] Tensor<B> attention(Tensor<B> q, Tensor<B> k, Tensor<B> v, Opt<B> mask = std::nullopt,
+                                  bool causal = false, std::optional<double> scale = std::nullopt) {
+  constexpr const char* op = "attention";
+  (void)detail::common_device(op, q, k, v);
+  for (const Tensor<B>* t : {&q, &k, &v}) {
+    detail::not_quantized(op, t->dtype());
+    detail::want_kind(op, t->dtype(), {Kind::Float}, "float operands");
+    detail::same_dtype(op, q.dtype(), t->dtype());
+  }
+  if (q.rank() < 2 || k.rank() < 2 || v.rank() < 2)
+    detail::raise<ShapeError>("shape", "{}: q, k and v need rank >= 2, got {}, {} and {}", op,
+                              q.shape(), k.shape(), v.shape());
+  const std::int64_t l = q.shape()[q.rank() - 2], e = q.shape()[q.rank() - 1];
+  const std::int64_t s = k.shape()[k.rank() - 2];
+  if (k.shape()[k.rank() - 1] != e || v.shape()[v.rank() - 2] != s)
+    detail::raise<ShapeError>("shape",
+                              "{}: q {}, k {} and v {} do not fit (q [..., L, E], k [..., S, E], "
+                              "v [..., S, Ev])",
+                              op, q.shape(), k.shape(), v.shape());
+  if (mask) {
+    (void)detail::common_device(op, q, *mask);
+    detail::want_kind(op, mask->dtype(), {Kind::Bool, Kind::Float}, "a bool or float mask");
+    if (mask->dtype() != DType::boolean) detail::same_dtype(op, q.dtype(), mask->dtype());
+  }
+  if (causal && s < l)
+    detail::raise<ShapeError>("shape", "{}: causal with {} queries over {} keys (needs S >= L)", op,
+                              l, s);
+  const double sc = scale ? *scale : 1.0 / std::sqrt(static_cast<double>(e));
+  const DType d = q.dtype();
+  const bool half = d == DType::f16 || d == DType::bf16;
+  auto up = [half](Tensor<B> t) { return half ? ferry::cast(std::move(t), DType::f32) : t; };
+  auto scores = matmul(up(std::move(q)), swap_dims(up(std::move(k)), -2, -1)) * sc;
+  if (mask) {
+    if (mask->dtype() == DType::boolean)
+      scores = mask_fill(std::move(scores), logical_not(std::move(*mask)),
+                         -std::numeric_limits<double>::infinity());
+    else
+      scores = std::move(scores) + up(std::move(*mask));
+  }
+  if (causal) {
+    auto keep = tril(detail::full_on(scores, op, Shape{l, s}, Scalar(true), DType::boolean), s - l);
+    scores = mask_fill(std::move(scores), logical_not(std::move(keep)),
+                       -std::numeric_limits<double>::infinity());
+  }
+  auto y = matmul(softmax(std::move(scores), -1), up(std::move(v)));
+  return half ? ferry::cast(std::move(y), d) : y;
 }
 
 }  // namespace ferry
