@@ -3,6 +3,7 @@
 // formulas of torch's documentation); f16 against the same references at f16's precision;
 // constant rows, NaN, groups equal to channels, empty batches, and the errors.
 #include <algorithm>
+#include <array>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdint>
@@ -323,4 +324,84 @@ TEST_CASE("attention: softmax(q k^T scale + mask) v per head, masks, causal over
   REQUIRE_THROWS_MATCHES(
       attention(q, k, v, r.from_vector(std::vector<std::int32_t>(28), Shape{4, 7}, D0)), DTypeError,
       Says("attention"));
+}
+
+namespace {
+/// conv2d by its definition: out[n][o][i][j] = bias[o] + sum over the group's channels c and
+/// the kernel (a, b) of x[n][c][i*s - p + a*d][j*s - p + b*d] w[o][c'][a][b] (zero outside).
+std::vector<LD> conv_ref(const std::vector<double>& x, const std::vector<double>& w,
+                         const std::vector<double>& bias, std::int64_t n, std::int64_t c,
+                         std::int64_t h, std::int64_t wd, std::int64_t oc, std::int64_t kh,
+                         std::int64_t kw, std::array<std::int64_t, 2> s,
+                         std::array<std::int64_t, 2> p, std::array<std::int64_t, 2> d,
+                         std::int64_t g) {
+  const std::int64_t ohh = (h + 2 * p[0] - d[0] * (kh - 1) - 1) / s[0] + 1;
+  const std::int64_t oww = (wd + 2 * p[1] - d[1] * (kw - 1) - 1) / s[1] + 1;
+  const std::int64_t cg = c / g, og = oc / g;
+  std::vector<LD> y(static_cast<std::size_t>(n * oc * ohh * oww));
+  auto at = [](std::int64_t i) { return static_cast<std::size_t>(i); };
+  for (std::int64_t b = 0; b < n; ++b)
+    for (std::int64_t o = 0; o < oc; ++o)
+      for (std::int64_t i = 0; i < ohh; ++i)
+        for (std::int64_t j = 0; j < oww; ++j) {
+          LD acc = bias.empty() ? 0 : bias[at(o)];
+          for (std::int64_t cc = 0; cc < cg; ++cc)
+            for (std::int64_t a = 0; a < kh; ++a)
+              for (std::int64_t e = 0; e < kw; ++e) {
+                const std::int64_t r = i * s[0] - p[0] + a * d[0], q = j * s[1] - p[1] + e * d[1];
+                if (r < 0 || r >= h || q < 0 || q >= wd) continue;
+                const std::int64_t ch = o / og * cg + cc;
+                acc += static_cast<LD>(x[at(((b * c + ch) * h + r) * wd + q)]) *
+                       w[at(((o * cg + cc) * kh + a) * kw + e)];
+              }
+          y[at(((b * oc + o) * ohh + i) * oww + j)] = acc;
+        }
+  return y;
+}
+}  // namespace
+
+TEST_CASE("conv2d and conv1d: stride, padding, dilation, groups and bias, as the definition") {
+  const auto mode = GENERATE(Execution::Async, Execution::Inline);
+  R r(EigenCpu(2), {.execution = mode});
+  const auto xs = data(2 * 4 * 7 * 6, 31), ws = data(6 * 2 * 3 * 2, 32), bs = data(6, 33);
+  const auto x = r.from_vector(xs, Shape{2, 4, 7, 6}, D0);
+  const auto w = r.from_vector(ws, Shape{6, 2, 3, 2}, D0);  // groups 2: 2 of the 4 channels each
+  const auto b = r.from_vector(bs, Shape{6}, D0);
+  struct Case {
+    std::array<std::int64_t, 2> s, p, d;
+  };
+  for (const Case k : {Case{{1, 1}, {0, 0}, {1, 1}}, Case{{2, 1}, {1, 2}, {1, 1}},
+                       Case{{1, 2}, {3, 3}, {2, 1}}}) {  // padding larger than the kernel
+    INFO("stride " << k.s[0] << "," << k.s[1] << " padding " << k.p[0] << "," << k.p[1]);
+    const auto y = conv2d(x, w, b, {.stride = k.s, .padding = k.p, .dilation = k.d, .groups = 2});
+    const auto want = conv_ref(xs, ws, bs, 2, 4, 7, 6, 6, 3, 2, k.s, k.p, k.d, 2);
+    CHECK(y.shape()[0] == 2);
+    CHECK(y.shape()[1] == 6);
+    check_close(values(y), want, 1e-12, 1e-12);
+  }
+  // Depthwise (groups = channels), no bias.
+  const auto wd = r.from_vector(data(4 * 1 * 2 * 2, 34), Shape{4, 1, 2, 2}, D0);
+  check_close(values(conv2d(x, wd, std::nullopt, {.groups = 4})),
+              conv_ref(xs, values(wd), {}, 2, 4, 7, 6, 4, 2, 2, {1, 1}, {0, 0}, {1, 1}, 4), 1e-12,
+              1e-12);
+  // An empty batch.
+  CHECK(conv2d(r.zeros(Shape{0, 4, 7, 6}, DType::f64, D0), w, b, {.groups = 2}).shape() ==
+        Shape{0, 6, 5, 5});
+  // conv1d is conv2d over a height of 1.
+  const auto x1 =
+      r.from_vector(std::vector<double>(xs.begin(), xs.begin() + 2 * 4 * 9), Shape{2, 4, 9}, D0);
+  const auto w1 =
+      r.from_vector(std::vector<double>(ws.begin(), ws.begin() + 3 * 4 * 3), Shape{3, 4, 3}, D0);
+  const auto y1 = conv1d(x1, w1, std::nullopt, {.stride = {2}, .padding = {1}});
+  CHECK(y1.shape() == Shape{2, 3, 5});
+  check_close(values(y1),
+              conv_ref(values(x1), values(w1), {}, 2, 4, 1, 9, 3, 1, 3, {1, 2}, {0, 1}, {1, 1}, 1),
+              1e-12, 1e-12);
+
+  REQUIRE_THROWS_MATCHES(conv2d(x, w), ShapeError, Says("1 groups do not fit"));
+  REQUIRE_THROWS_MATCHES(conv2d(x, w, b, {.stride = {0, 1}, .groups = 2}), ValueError,
+                         Says("conv2d: stride 0"));
+  REQUIRE_THROWS_MATCHES(conv2d(x, w, b, {.dilation = {4, 1}, .groups = 2}), ShapeError,
+                         Says("smaller than the kernel"));
+  REQUIRE_THROWS_MATCHES(conv1d(x, w), ShapeError, Says("conv1d"));
 }

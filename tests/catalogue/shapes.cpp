@@ -322,3 +322,14 @@ TEST_CASE("shapes: attention with keys whose width differs from the queries'", "
   }
   w.check_intact();
 }
+
+TEST_CASE("shapes: conv2d with a weight whose channels do not match the input's", "[shapes]") {
+  World w(CATALOGUE_MODES);
+  {
+    auto x = w.r.zeros({1, 3, 8, 8}, DType::f32, CpuDevice{0});
+    auto wt = w.r.zeros({4, 2, 3, 3}, DType::f32, CpuDevice{0});
+    REQUIRE_RAISES(conv2d(x, wt), ShapeError,
+                   "conv2d: input [1, 3, 8, 8], weight [4, 2, 3, 3] and 1 groups do not fit");
+  }
+  w.check_intact();
+}
