@@ -73,6 +73,17 @@ Tensor<B> standardize_rows(Tensor<B> x2, double eps) {
   auto v = mean(c * c, 1, true);
   return std::move(c) / sqrt(std::move(v) + eps);
 }
+/// The [outer, inner] rows a norm over x's last dims works on; those dims must be `norm`.
+inline std::pair<std::int64_t, std::int64_t> rows_of(const char* op, const Shape& x,
+                                                     const Shape& norm) {
+  const std::size_t k = norm.rank(), r = x.rank();
+  bool fits = k >= 1 && k <= r;
+  for (std::size_t i = 0; fits && i < k; ++i) fits = x[r - k + i] == norm[i];
+  if (!fits)
+    raise<ShapeError>("shape", "{}: normalized_shape {} is not the last dims of {}", op, norm, x);
+  const std::int64_t inner = norm.numel();
+  return {inner == 0 ? 0 : x.numel() / inner, inner};
+}
 /// x's shape with every dim but `keep` set to 1: how a per-channel parameter of shape [C]
 /// broadcasts over [N, C, ...].
 inline Shape channel_shape(const Shape& x, std::size_t keep) {
@@ -126,16 +137,10 @@ template <Backend B>
                                    double eps = 1e-5) {
   constexpr const char* op = "layer_norm";
   detail::nn::check_floats(op, x, weight, bias);
-  const std::size_t k = normalized_shape.rank(), r = x.rank();
-  bool fits = k >= 1 && k <= r;
-  for (std::size_t i = 0; fits && i < k; ++i) fits = x.shape()[r - k + i] == normalized_shape[i];
-  if (!fits)
-    detail::raise<ShapeError>("shape", "{}: normalized_shape {} is not the last dims of {}", op,
-                              normalized_shape, x.shape());
+  const auto rows = detail::nn::rows_of(op, x.shape(), normalized_shape);
+  const std::int64_t outer = rows.first, inner = rows.second;
   detail::nn::want_shape(op, "weight", weight, normalized_shape);
   detail::nn::want_shape(op, "bias", bias, normalized_shape);
-  const std::int64_t inner = normalized_shape.numel();
-  const std::int64_t outer = inner == 0 ? 0 : x.numel() / inner;
   auto f = [&](Tensor<B> t, std::optional<Tensor<B>> w, std::optional<Tensor<B>> b) {
     const Shape s = t.shape();
     auto y =
@@ -155,20 +160,14 @@ template <Backend B>
                                  std::optional<double> eps = std::nullopt) {
   constexpr const char* op = "rms_norm";
   detail::nn::check_floats(op, x, weight, std::optional<Tensor<B>>{});
-  const std::size_t k = normalized_shape.rank(), r = x.rank();
-  bool fits = k >= 1 && k <= r;
-  for (std::size_t i = 0; fits && i < k; ++i) fits = x.shape()[r - k + i] == normalized_shape[i];
-  if (!fits)
-    detail::raise<ShapeError>("shape", "{}: normalized_shape {} is not the last dims of {}", op,
-                              normalized_shape, x.shape());
+  const auto rows = detail::nn::rows_of(op, x.shape(), normalized_shape);
+  const std::int64_t outer = rows.first, inner = rows.second;
   detail::nn::want_shape(op, "weight", weight, normalized_shape);
   const double e = eps                       ? *eps
                    : x.dtype() == DType::f64 ? std::numeric_limits<double>::epsilon()
                    : x.dtype() == DType::f32 ? double{std::numeric_limits<float>::epsilon()}
                    : x.dtype() == DType::f16 ? 0.0009765625  // 2^-10
                                              : 0.0078125;    // bf16: 2^-7
-  const std::int64_t inner = normalized_shape.numel();
-  const std::int64_t outer = inner == 0 ? 0 : x.numel() / inner;
   auto f = [&](Tensor<B> t, std::optional<Tensor<B>> w, std::optional<Tensor<B>>) {
     const Shape s = t.shape();
     auto t2 = reshape(std::move(t), Shape{outer, inner});
