@@ -18,6 +18,7 @@
 
 #include "ferry/backend.hpp"
 #include "ferry/backends/multi/args.hpp"
+#include "ferry/backends/multi/dispatch.hpp"
 #include "ferry/data.hpp"
 #include "ferry/detail/has_kernel.hpp"
 #include "ferry/detail/quant_host.hpp"
@@ -37,35 +38,6 @@ struct MultiDevice {
       : v(std::move(d)) {}  // NOLINT(google-explicit-constructor): a device is a device
   friend bool operator==(const MultiDevice& a, const MultiDevice& b) { return a.v == b.v; }
 };
-
-namespace detail::multi {
-template <class... Ts>
-struct to_variant;
-template <class... Ts>
-struct to_variant<std::tuple<Ts...>> {
-  using type = std::variant<Ts...>;
-};
-template <class B>
-using plain_tuple =
-    std::tuple<typename B::FloatHandle, typename B::IntHandle, typename B::BoolHandle>;
-
-/// The result kind of each forwarded kernel: the kind of its first (or last) plain handle
-/// argument, or a fixed kind.
-template <class B>
-inline constexpr bool has_plain_nbytes = requires(B& b, const typename B::FloatHandle& f,
-                                                  const typename B::IntHandle& i,
-                                                  const typename B::BoolHandle& bo) {
-  b.nbytes(f);
-  b.nbytes(i);
-  b.nbytes(bo);
-};
-template <class B>
-inline constexpr bool has_quant_nbytes = requires(B& b, const typename B::QuantizedHandle& q) {
-  b.nbytes(q);
-};
-
-enum class Rule { same_first, same_last, to_float, to_int, to_bool, to_quantized };
-}  // namespace detail::multi
 
 /// @brief A backend made of several backends: a Router<Multi<A, B>> holds tensors on A's and
 /// B's devices, runs each op on the backend that owns its device, and moves tensors across.
@@ -350,24 +322,15 @@ class Multi {
   using idx = detail::multi::idx<I>;
   using args = detail::multi::Args<Plain, Quant, Device>;
 
-  /// Calls f(idx<I>{}) for the runtime index i (the last index catches anything larger).
-  template <std::size_t I, std::size_t End, class F>
-  static decltype(auto) on_index_rec(std::size_t i, F& f) {
-    if constexpr (I + 1 == End) {
-      return f(idx<I>{});
-    } else {
-      if (i == I) return f(idx<I>{});
-      return on_index_rec<I + 1, End>(i, f);
-    }
-  }
+  /// f(idx<I>{}) for the member index i; with a third argument, over the 3 * N plain
+  /// alternatives.
   template <class F>
   static decltype(auto) on_index(std::size_t i, F&& f) {
-    return on_index_rec<0, N>(i, f);
+    return detail::multi::on_index<0, N>(i, f);
   }
-  /// Over the 3 * N plain alternatives.
   template <class F>
   static decltype(auto) on_index(std::size_t i, F&& f, std::size_t /*3 * N*/) {
-    return on_index_rec<0, 3 * N>(i, f);
+    return detail::multi::on_index<0, 3 * N>(i, f);
   }
 
   template <std::size_t K, std::size_t I>
