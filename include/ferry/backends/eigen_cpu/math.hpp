@@ -315,15 +315,20 @@ __attribute__((target("avx2"))) inline bool exp_avx2_in_range(__m256 v) {
                                   _mm256_cmp_ps(v, _mm256_set1_ps(ExpF32::hi), _CMP_LE_OQ));
   return _mm256_movemask_ps(ok) == 0xFF;
 }
+/// ExpF32 on eight lanes: the fast path, with the lanes outside [lo, hi] (NaN too) redone by
+/// ExpF32::scalar.
+__attribute__((target("avx2"))) inline __m256 exp_avx2_lanes(__m256 v) {
+  const __m256 r = exp_avx2_fast(v);
+  if (__builtin_expect(exp_avx2_in_range(v), 1)) return r;
+  alignas(32) float in[8], out[8];
+  _mm256_store_ps(in, v);
+  _mm256_store_ps(out, r);
+  for (int l = 0; l < 8; ++l)
+    if (!(in[l] >= ExpF32::lo && in[l] <= ExpF32::hi)) out[l] = ExpF32::scalar(in[l]);
+  return _mm256_load_ps(out);
+}
 __attribute__((target("avx2"))) inline void exp_avx2_block(const float* bx, float* by) {
-  const __m256 v = _mm256_loadu_ps(bx);
-  _mm256_storeu_ps(by, exp_avx2_fast(v));
-  if (__builtin_expect(!exp_avx2_in_range(v), 0)) {
-    alignas(32) float in[8];
-    _mm256_store_ps(in, v);  // bx and by may be the same memory: the lanes from v
-    for (int l = 0; l < 8; ++l)
-      if (!(in[l] >= ExpF32::lo && in[l] <= ExpF32::hi)) by[l] = ExpF32::scalar(in[l]);
-  }
+  _mm256_storeu_ps(by, exp_avx2_lanes(_mm256_loadu_ps(bx)));  // bx may be by: read, then write
 }
 /// ExpF32 eight lanes at a time: the same operations in the same order (a multiply then an add
 /// where ExpF32 has pmadd, which is what pmadd is without FMA; "fma" is not among the targets, so

@@ -59,16 +59,7 @@ T exp_sum_generic(const T* x, T m, T* y, std::int64_t n, const T* next) {
 /// exp(bx[l] - m) for eight lanes, stored to by and returned; exp_avx2_block's bits.
 __attribute__((target("avx2"))) inline __m256 exp_sum_avx2_block(const float* bx, __m256 vm,
                                                                  float* by) {
-  const __m256 v = _mm256_sub_ps(_mm256_loadu_ps(bx), vm);
-  __m256 r = exp_avx2_fast(v);
-  if (__builtin_expect(!exp_avx2_in_range(v), 0)) {
-    alignas(32) float in[8], out[8];
-    _mm256_store_ps(in, v);
-    _mm256_store_ps(out, r);
-    for (int l = 0; l < 8; ++l)
-      if (!(in[l] >= ExpF32::lo && in[l] <= ExpF32::hi)) out[l] = ExpF32::scalar(in[l]);
-    r = _mm256_load_ps(out);
-  }
+  const __m256 r = exp_avx2_lanes(_mm256_sub_ps(_mm256_loadu_ps(bx), vm));
   _mm256_storeu_ps(by, r);
   return r;
 }
