@@ -396,5 +396,7 @@ template <Backend B>
 #include "ferry/ops/indexing.hpp"
 // bernoulli.
 #include "ferry/ops/random.hpp"
-// linear, embedding, layer_norm, rms_norm, group_norm, batch_norm (inference).
+// linear, embedding, layer_norm, rms_norm, group_norm, batch_norm (inference), attention, conv.
 #include "ferry/ops/nn.hpp"
+// max/avg pools 1-D and 2-D, with indices, and the adaptive pools.
+#include "ferry/ops/pool.hpp"
