@@ -100,6 +100,15 @@ TEST_CASE("quantized tensors cross between backends bit-exact, as their parts") 
   REQUIRE(ferry::dequantize(there).to_data() == ferry::dequantize(and_back).to_data());
   r.sync();
   REQUIRE(r.stats(mini0).bytes_in == parts.nbytes());
+  // linear(x, q [8, 64]) on the EigenCpu member runs its fused q_linear; the mini member has no
+  // matmul to fall back on.
+  auto xs = r.random_normal({3, 64}, 12, cpu0);
+  const auto y = ferry::linear(xs, and_back).to_data().to_vector<float>();
+  const auto want =
+      ferry::matmul(xs, ferry::swap_dims(ferry::dequantize(q), 0, 1)).to_data().to_vector<float>();
+  REQUIRE(y.size() == 3 * 8);
+  for (std::size_t i = 0; i < y.size(); ++i) REQUIRE(y[i] == Approx(want[i]).margin(1e-4));
+  REQUIRE_THROWS(ferry::linear(xs.to(mini0), there).to_data());
 }
 
 TEST_CASE("an op a member backend lacks names that member") {

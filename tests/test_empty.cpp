@@ -204,8 +204,13 @@ TEST_CASE("every op on empty dims: right shapes, and every written element right
                std::vector<double>(128, 0.0));
   const T q64 = quantize_dynamic(make(r, std::vector<float>(64 * 8, 1.0f), {64, 8}), i4);
   same<float>(matmul(make(r, std::vector<float>{}, {0, 64}), q64), {0, 8}, {});
+  // linear's layout: no outputs ([0, 64] as [N, K]), no inputs (K == 0: zeros), no rows.
+  same<float>(linear(make(r, std::vector<float>(128, 1.0f), {2, 64}), qe), {2, 0}, {});
+  same<float>(linear(make(r, std::vector<float>{}, {2, 0}), q_permute(qe, {1, 0})), {2, 64},
+              std::vector<float>(128, 0.0f));
+  same<float>(linear(make(r, std::vector<float>{}, {0, 8}), q64), {0, 64}, {});
   ran({"Quantize", "QuantizeDynamic", "Dequantize", "QFromParts", "QReshape", "QPermute", "QFlip",
-       "QSlice", "QMatmul"});
+       "QSlice", "QMatmul", "QLinear"});
 
   // Moves of empty tensors of every kind, and drops.
   same<float>(e03.to(D1), {0, 3}, {});

@@ -23,7 +23,10 @@ using T = Tensor<EigenCpu>;
 constexpr CpuDevice D0{0};
 using LD = long double;
 
-std::vector<double> values(const T& t) { return t.to_data().to_vector<double>(); }
+template <class Be>
+std::vector<double> values(const Tensor<Be>& t) {
+  return t.to_data().template to_vector<double>();
+}
 
 /// Deterministic values in [-3, 3) with some spread (no two rows alike).
 std::vector<double> data(std::size_t n, unsigned seed) {
@@ -92,6 +95,83 @@ TEST_CASE("linear is x times weight transposed plus bias, batched and on a vecto
   REQUIRE_THROWS_MATCHES(linear(x, r.from_vector(ws, Shape{4, 5}, D0)), ShapeError, Says("linear"));
   REQUIRE_THROWS_MATCHES(linear(x, w, r.from_vector(bs, Shape{1, 5}, D0)), ShapeError,
                          Says("bias has shape [1, 5], expected [5]"));
+}
+
+namespace {
+/// EigenCpu without its fused q_linear: linear(x, q) takes the fallback (dequantize, permute,
+/// matmul), what a backend without the kernel runs.
+struct NoQLinear : EigenCpu {
+  using EigenCpu::EigenCpu;
+  template <class... A>
+  void q_linear(A&&...) = delete;
+};
+
+/// x [rows, k] times the dequantized w [n, k] transposed, plus bias, in long double.
+std::vector<LD> linear_ref(const std::vector<double>& x, const std::vector<double>& w,
+                           const std::vector<double>& b, std::size_t k) {
+  const std::size_t rows = x.size() / k, n = w.size() / k;
+  std::vector<LD> y(rows * n);
+  for (std::size_t i = 0; i < rows; ++i)
+    for (std::size_t o = 0; o < n; ++o) {
+      LD s = b.empty() ? 0 : b[o];
+      for (std::size_t j = 0; j < k; ++j) s += static_cast<LD>(x[i * k + j]) * w[o * k + j];
+      y[i * n + o] = s;
+    }
+  return y;
+}
+
+template <class Be>
+void check_quantized_linear(Execution mode) {
+  Router<Be> r(Be(2), {.execution = mode});
+  using quant::Scheme;
+  using quant::ValueType;
+  // 300 x 300 weights: the kernel dequantizes 218 rows at a time, so two tiles.
+  const std::int64_t k = 300, n = 300;
+  const auto xs = data(2 * 3 * k, 41), bs = data(n, 43);
+  const auto x = ferry::cast(r.from_vector(xs, Shape{2, 3, k}, D0), DType::f32);
+  const auto wf = ferry::cast(r.from_vector(data(n * k, 42), Shape{n, k}, D0), DType::f32);
+  const auto b = ferry::cast(r.from_vector(bs, Shape{n}, D0), DType::f32);
+  for (const auto& s : {Scheme::of(ValueType::i8).per_axis(0),
+                        Scheme::of(ValueType::i4).per_block({1, 32}).packed_u8(),
+                        Scheme::of(ValueType::u8).affine()}) {
+    INFO("scheme " << s);
+    const auto q = quantize_dynamic(wf, s);
+    const auto wd = values(dequantize(q));
+    const auto xv = values(x);
+    const auto y = linear(x, q, b);
+    CHECK(y.shape() == Shape{2, 3, n});
+    CHECK(y.dtype() == DType::f32);
+    check_close(values(y), linear_ref(xv, wd, bs, k), 2e-5, 2e-5);
+    // f64 activations stay f64; f16 ones run in f32 and round once; a vector gives a vector.
+    const auto y64 = linear(ferry::cast(x, DType::f64), q);
+    CHECK(y64.dtype() == DType::f64);
+    check_close(values(y64), linear_ref(xv, wd, {}, k), 1e-12, 1e-12);
+    const auto xh = ferry::cast(x, DType::f16);
+    const auto yh = linear(xh, q);
+    CHECK(yh.dtype() == DType::f16);
+    check_close(values(yh), linear_ref(values(xh), wd, {}, k), 1.0 / 1024, 1e-3);
+    const auto yv = linear(reshape(slice(x, {Range{0, 1}, Range{0, 1}, Range{0, k}}), Shape{k}), q);
+    CHECK(yv.shape() == Shape{n});
+    check_close(values(yv), linear_ref({xv.begin(), xv.begin() + k}, wd, {}, k), 2e-5, 2e-5);
+    // The weight is used, not consumed, and moves packed like any quantized tensor.
+    const CpuDevice d1{1};
+    check_close(values(linear(x.to(d1), q.to(d1), b.to(d1))), linear_ref(xv, wd, bs, k), 2e-5,
+                2e-5);
+  }
+  const auto q = quantize_dynamic(wf, Scheme::of(ValueType::i8).per_axis(0));
+  REQUIRE_THROWS_MATCHES(linear(ferry::cast(x, DType::i32), q), DTypeError,
+                         Says("linear: needs float activations"));
+  REQUIRE_THROWS_MATCHES(linear(reshape(x, Shape{2, 900}), q), ShapeError,
+                         Says("linear: input [2, 900] and weight [300, 300] do not fit"));
+  REQUIRE_THROWS_MATCHES(linear(x, q, ferry::cast(b, DType::f64)), DTypeError, Says("linear"));
+}
+}  // namespace
+
+TEST_CASE("linear with a quantized weight [out, in] multiplies it packed (q_linear)") {
+  check_quantized_linear<EigenCpu>(GENERATE(Execution::Async, Execution::Inline));
+}
+TEST_CASE("linear with a quantized weight on a backend without q_linear: the fallback") {
+  check_quantized_linear<NoQLinear>(Execution::Inline);
 }
 
 TEST_CASE("embedding gathers the rows its ids name, in the ids' shape") {

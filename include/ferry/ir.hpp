@@ -366,6 +366,11 @@ struct QMatmul {
   static constexpr const char* name = "q_matmul";
   TensorRef lhs, rhs, out;
 };
+/// lhs [..., M, K] times quantized rhs [N, K] transposed: linear's layout (rows are outputs).
+struct QLinear {
+  static constexpr const char* name = "q_linear";
+  TensorRef lhs, rhs, out;
+};
 
 // Runtime ops.
 struct Read {
@@ -395,7 +400,7 @@ using Op =
                  op::Expand, op::Slice, op::SliceAssign, op::Cat, op::Gather, op::IndexSelect,
                  op::Scatter, op::GatherNd, op::ScatterNd, op::Repeat, op::Quantize,
                  op::QuantizeDynamic, op::Dequantize, op::QFromParts, op::QReshape, op::QPermute,
-                 op::QFlip, op::QSlice, op::QMatmul, op::Read, op::ToDevice, op::Drop>;
+                 op::QFlip, op::QSlice, op::QMatmul, op::QLinear, op::Read, op::ToDevice, op::Drop>;
 
 /// X(T) for each op type op::T of Op, in Op's order (the interpreter declares one entry point
 /// per op type with it).
@@ -404,7 +409,7 @@ using Op =
   X(FromData) X(Full) X(Arange) X(Random) X(RandomInt) X(Unary) X(Binary) X(BinaryScalar) X(Clamp) X(Where) \
   X(Cast) X(Reduce) X(Scan) X(Softmax) X(Argsort) X(Matmul) X(Reshape) X(Permute) X(Flip) X(Expand) X(Slice)         \
   X(SliceAssign) X(Cat) X(Gather) X(IndexSelect) X(Scatter) X(GatherNd) X(ScatterNd) X(Repeat) X(Quantize) X(QuantizeDynamic)      \
-  X(Dequantize) X(QFromParts) X(QReshape) X(QPermute) X(QFlip) X(QSlice) X(QMatmul) X(Read)    \
+  X(Dequantize) X(QFromParts) X(QReshape) X(QPermute) X(QFlip) X(QSlice) X(QMatmul) X(QLinear) X(Read) \
   X(ToDevice) X(Drop)
 // clang-format on
 namespace detail {

@@ -195,6 +195,10 @@ concept q_matmul = requires(B& b, k_::F<B> x, k_::Q<B> w) {
   { b.q_matmul(std::move(x), std::move(w)) } -> std::same_as<k_::F<B>>;
 };
 template <class B>
+concept q_linear = requires(B& b, k_::F<B> x, k_::Q<B> w) {
+  { b.q_linear(std::move(x), std::move(w)) } -> std::same_as<k_::F<B>>;
+};
+template <class B>
 concept q_to_device = requires(B& b, k_::Q<B> q, const k_::D<B>& dev) {
   { b.q_to_device(std::move(q), dev) } -> std::same_as<k_::Q<B>>;
 };

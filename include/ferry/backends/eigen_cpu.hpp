@@ -273,9 +273,11 @@ class EigenCpu {
   CpuQTensor q_flip(CpuQTensor q, std::span<const std::int64_t> axes) const;
   CpuQTensor q_slice(CpuQTensor q,
                      std::span<const std::pair<std::int64_t, std::int64_t>> ranges) const;
-  CpuTensor q_matmul(CpuTensor x, CpuQTensor w) const;
+  CpuTensor q_matmul(CpuTensor x, CpuQTensor w) const;  // w [K, N]
+  CpuTensor q_linear(CpuTensor x, CpuQTensor w) const;  // w [N, K], used transposed
 
  private:
+  CpuTensor q_product(CpuTensor x, CpuQTensor w, bool transposed) const;
   static detail::cpu::AccountsPtr make_accounts(int n, std::size_t cache_bytes) {
     if (n < 1)
       detail::raise<ValueError>("cpu.devices", "eigen-cpu: needs at least one device, got {}", n);

@@ -263,21 +263,10 @@ class Multi {
           dev};
     });
   }
-  /// With a member that has no fused q_matmul, w is dequantized to f32, so x must be f32.
-  Plain q_matmul(Plain x, Quant w) {
-    const Device dev = x.dev;
-    return on_index(w.h.index(), [&]<std::size_t I>(idx<I>) {
-      if (x.h.index() != 3 * I)
-        detail::raise<DTypeError>(
-            "dtype", "multi: q_matmul needs float activations on the member of its weights");
-      return Plain{
-          decltype(Plain::h)(
-              plain_index<0, I>,
-              detail::qhost::q_matmul(member<I>(), std::get<3 * I>(std::move(x.h)),
-                                      std::get<I>(std::move(w.h)), DType::f32, std::get<I>(dev.v))),
-          dev};
-    });
-  }
+  /// With a member that has no fused q_matmul (q_linear), w is dequantized to f32, so x must
+  /// be f32.
+  Plain q_matmul(Plain x, Quant w) { return q_product(std::move(x), std::move(w), false); }
+  Plain q_linear(Plain x, Quant w) { return q_product(std::move(x), std::move(w), true); }
   Quant q_reshape(Quant q, const Shape& to) {
     return q_layout(
         std::move(q),
@@ -318,6 +307,25 @@ class Multi {
 #undef FERRY_MULTI_FORWARD_IF
 
  private:
+  Plain q_product(Plain x, Quant w, bool transposed) {
+    const Device dev = x.dev;
+    return on_index(w.h.index(), [&]<std::size_t I>(idx<I>) {
+      if (x.h.index() != 3 * I)
+        detail::raise<DTypeError>("dtype",
+                                  "multi: {} needs float activations on the member of its weights",
+                                  transposed ? "q_linear" : "q_matmul");
+      auto xh = std::get<3 * I>(std::move(x.h));
+      auto wh = std::get<I>(std::move(w.h));
+      auto& m = member<I>();
+      const auto& d = std::get<I>(dev.v);
+      return Plain{
+          decltype(Plain::h)(
+              plain_index<0, I>,
+              transposed ? detail::qhost::q_linear(m, std::move(xh), std::move(wh), DType::f32, d)
+                         : detail::qhost::q_matmul(m, std::move(xh), std::move(wh), DType::f32, d)),
+          dev};
+    });
+  }
   template <std::size_t I>
   using idx = detail::multi::idx<I>;
   using args = detail::multi::Args<Plain, Quant, Device>;

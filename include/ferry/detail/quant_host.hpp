@@ -102,18 +102,46 @@ QH<B> layout(B& b, QH<B> q, const typename B::Device& dev, Kernel&& kernel, Host
     return b.q_from_parts(host(b.q_into_parts(std::move(q))), dev);
 }
 
-/// float x [..., M, K] times quantized w [K, N]: the backend's fused kernel, else dequantize
-/// w to x's dtype and use the backend's matmul.
+/// The fallback of q_matmul and q_linear: w dequantized, transposed by the backend's permute
+/// when `transposed`, and the backend's matmul; f16/bf16 x in f32 (the backend's casts), the
+/// result rounded once, as the fused kernels.
+template <class B>
+FH<B> dequantized_product(B& b, FH<B> x, QH<B> w, DType x_dtype, const typename B::Device& dev,
+                          bool transposed) {
+  const bool half = x_dtype == DType::f16 || x_dtype == DType::bf16;
+  const DType at = half ? DType::f32 : x_dtype;
+  if (half) x = FERRY_KERNEL(FH<B>, b, to_float, std::move(x), at);
+  auto wf = dequantize(b, std::move(w), at, dev);
+  if (transposed) {
+    static constexpr std::size_t swap[] = {1, 0};
+    wf = FERRY_KERNEL(FH<B>, b, permute, std::move(wf), std::span<const std::size_t>(swap));
+  }
+  auto y = FERRY_KERNEL(FH<B>, b, matmul, std::move(x), std::move(wf));
+  return half ? FERRY_KERNEL(FH<B>, b, to_float, std::move(y), x_dtype) : y;
+}
+
+/// float x [..., M, K] times quantized w [K, N]: the backend's fused kernel, else
+/// dequantized_product.
 template <class B>
 FH<B> q_matmul(B& b, FH<B> x, QH<B> w, DType x_dtype, const typename B::Device& dev) {
   if constexpr (requires {
                   { b.q_matmul(std::move(x), std::move(w)) } -> std::same_as<FH<B>>;
-                }) {
+                })
     return b.q_matmul(std::move(x), std::move(w));
-  } else {
-    auto wf = dequantize(b, std::move(w), x_dtype, dev);
-    return FERRY_KERNEL(FH<B>, b, matmul, std::move(x), std::move(wf));
-  }
+  else
+    return dequantized_product(b, std::move(x), std::move(w), x_dtype, dev, false);
+}
+
+/// float x [..., M, K] times quantized w [N, K] transposed (linear's weight layout): the
+/// backend's fused kernel, else dequantized_product.
+template <class B>
+FH<B> q_linear(B& b, FH<B> x, QH<B> w, DType x_dtype, const typename B::Device& dev) {
+  if constexpr (requires {
+                  { b.q_linear(std::move(x), std::move(w)) } -> std::same_as<FH<B>>;
+                })
+    return b.q_linear(std::move(x), std::move(w));
+  else
+    return dequantized_product(b, std::move(x), std::move(w), x_dtype, dev, true);
 }
 
 /// A move to another device of the same backend: its own transfer, else the parts as they are.

@@ -209,6 +209,14 @@ void Interpreter<B>::run(op::QMatmul& o) {
                    detail::qhost::q_matmul(b_, std::move(x), std::move(w), o.lhs.dtype, device_));
 }
 
+template <Backend B>
+void Interpreter<B>::run(op::QLinear& o) {
+  auto x = take<Kind::Float>(o.lhs, "q_linear");
+  auto w = take<Kind::Quantized>(o.rhs, "q_linear");
+  put<Kind::Float>(o.out,
+                   detail::qhost::q_linear(b_, std::move(x), std::move(w), o.lhs.dtype, device_));
+}
+
 // ---- runtime ---------------------------------------------------------------------------------
 template <Backend B>
 void Interpreter<B>::run(op::Read& o) {

@@ -94,12 +94,14 @@ inline Shape channel_shape(const Shape& x, std::size_t keep) {
 }  // namespace detail::nn
 
 /// torch.nn.functional.linear: x [..., in] times weight [out, in] transposed, plus bias [out]:
-/// y [..., out]. x of rank 1 gives a vector. Float and int dtypes (matmul's).
+/// y [..., out]. x of rank 1 gives a vector. Float and int dtypes (matmul's). A quantized weight
+/// (any scheme: per tensor, per output channel on axis 0, per block along `in`) multiplies float
+/// x packed, dequantized a tile of rows at a time inside the kernel (q_linear), never as a whole
+/// float copy; f16/bf16 x in f32, rounded once.
 template <Backend B>
 [[nodiscard]] Tensor<B> linear(Tensor<B> x, Tensor<B> weight, Opt<B> bias = std::nullopt) {
   constexpr const char* op = "linear";
-  (void)detail::common_device(op, x, weight);
-  detail::not_quantized(op, weight.dtype());  // a quantized weight: matmul(x, q) with q [in, out]
+  const auto dev = detail::common_device(op, x, weight);
   if (weight.rank() != 2 || x.rank() == 0 || x.shape()[x.rank() - 1] != weight.shape()[1])
     detail::raise<ShapeError>("shape",
                               "{}: input {} and weight {} do not fit (weight is [out, in])", op,
@@ -107,7 +109,21 @@ template <Backend B>
   detail::nn::want_shape(op, "bias", bias, Shape{weight.shape()[0]});
   const bool vec = x.rank() == 1;
   if (vec) x = unsqueeze(std::move(x), 0);
-  auto y = matmul(std::move(x), swap_dims(std::move(weight), 0, 1));
+  Tensor<B> y;
+  if (weight.is_quantized()) {
+    detail::want_kind(op, x.dtype(), {Kind::Float}, "float activations");
+    std::vector<std::int64_t> o = x.shape().to_vector();
+    o.back() = weight.shape()[0];
+    op::QLinear q{detail::TA<B>::ref(x), detail::TA<B>::ref(weight),
+                  detail::out_ref(x, Shape(std::move(o)), x.dtype())};
+    y = detail::emit(detail::TA<B>::core(x, op), dev, std::move(q), x, weight);
+    if (bias) {
+      (void)detail::common_device(op, y, *bias);
+      detail::same_dtype(op, y.dtype(), bias->dtype());
+    }
+  } else {
+    y = matmul(std::move(x), swap_dims(std::move(weight), 0, 1));
+  }
   if (bias) y = std::move(y) + std::move(*bias);
   return vec ? squeeze(std::move(y), 0) : y;
 }

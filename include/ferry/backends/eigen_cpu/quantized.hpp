@@ -92,14 +92,20 @@ inline std::span<const float> f32_view(const CpuTensor& x, std::vector<float>& s
   return scratch;
 }
 
-/// Quantized matmul: x [..., M, K] (f32/f64) times w [K, N] quantized. W is dequantized one
-/// tile of rows at a time (about 256 KiB of floats) and accumulated with Eigen's GEMM, so the
-/// whole float matrix never exists at once.
-inline CpuTensor q_matmul(const AccountsPtr& acc, const CpuTensor& x, const CpuQTensor& w) {
+/// Quantized matmul: x [..., M, K] (f32/f64) times w, where w is [K, N] (q_matmul) or, with
+/// `transposed`, [N, K] used transposed (q_linear: linear's weight layout, a row per output).
+/// W is dequantized one tile of its rows at a time (about 256 KiB of floats) and multiplied
+/// with Eigen's GEMM, so the whole float matrix never exists at once.
+inline CpuTensor q_matmul(const AccountsPtr& acc, const CpuTensor& x, const CpuQTensor& w,
+                          bool transposed = false) {
+  const char* op = transposed ? "q_linear" : "q_matmul";
   const auto& p = w.parts();
-  if (p.shape.rank() != 2 || x.shape.rank() < 2 || x.shape[x.shape.rank() - 1] != p.shape[0])
-    raise<ShapeError>("shape", "q_matmul: shapes {} and {} do not fit", x.shape, p.shape);
-  const std::int64_t K = p.shape[0], N = p.shape[1];
+  const std::size_t kdim = transposed ? 1 : 0;
+  if (p.shape.rank() != 2 || x.shape.rank() < 2 || x.shape[x.shape.rank() - 1] != p.shape[kdim])
+    raise<ShapeError>("shape", "{}: shapes {} and {} do not fit", op, x.shape, p.shape);
+  if (x.dtype != DType::f32 && x.dtype != DType::f64)
+    raise<DTypeError>("dtype", "{}: activations must be f32 or f64, got {}", op, x.dtype);
+  const std::int64_t K = p.shape[kdim], N = p.shape[1 - kdim];
   std::vector<std::int64_t> od = x.shape.to_vector();
   od.back() = N;
   CpuTensor out = alloc(acc, x.device, Shape(std::move(od)), x.dtype);
@@ -107,36 +113,39 @@ inline CpuTensor q_matmul(const AccountsPtr& acc, const CpuTensor& x, const CpuQ
   // The rows of x: from the output, since with K == 0 x has no elements to count them by (the
   // output is then all zeros, written by setZero below).
   const std::int64_t M = out.numel() / N;
-  using RowMat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-  using RowMatD = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-  const std::int64_t tile_rows = std::clamp<std::int64_t>(
-      (std::int64_t{1} << 16) / std::max<std::int64_t>(N, 1), 1, std::max<std::int64_t>(K, 1));
-  std::vector<float> tile(static_cast<std::size_t>(tile_rows * N));
-  if (x.dtype == DType::f32) {
-    Eigen::Map<const RowMat> X(x.data<float>(), M, K);
-    Eigen::Map<RowMat> Y(out.data<float>(), M, N);
-    Y.setZero();
-    for (std::int64_t k0 = 0; k0 < K; k0 += tile_rows) {
-      const std::int64_t kr = std::min(tile_rows, K - k0);
-      quant::dequantize_range(p, k0 * N, (k0 + kr) * N,
-                              std::span<float>(tile.data(), static_cast<std::size_t>(kr * N)));
-      Eigen::Map<const RowMat> Wt(tile.data(), kr, N);
-      Y.noalias() += X.middleCols(k0, kr) * Wt;
+  const std::int64_t rows = p.shape[0], cols = p.shape[1];  // of w as stored
+  const std::int64_t tile_rows =
+      std::clamp<std::int64_t>((std::int64_t{1} << 16) / std::max<std::int64_t>(cols, 1), 1,
+                               std::max<std::int64_t>(rows, 1));
+  std::vector<float> tile(static_cast<std::size_t>(tile_rows * cols));
+  auto run = [&]<class T>(T*) {
+    using RowMat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+    using RowMatF = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+    Eigen::Map<const RowMat> X(x.data<T>(), M, K);
+    Eigen::Map<RowMat> Y(out.data<T>(), M, N);
+    if (!transposed || K == 0) Y.setZero();
+    for (std::int64_t r0 = 0; r0 < rows; r0 += tile_rows) {
+      const std::int64_t kr = std::min(tile_rows, rows - r0);
+      quant::dequantize_range(p, r0 * cols, (r0 + kr) * cols,
+                              std::span<float>(tile.data(), static_cast<std::size_t>(kr * cols)));
+      Eigen::Map<const RowMatF> Wt(tile.data(), kr, cols);
+      if constexpr (std::is_same_v<T, float>) {
+        if (transposed)
+          Y.middleCols(r0, kr).noalias() = X * Wt.transpose();
+        else
+          Y.noalias() += X.middleCols(r0, kr) * Wt;
+      } else {
+        if (transposed)
+          Y.middleCols(r0, kr).noalias() = X * Wt.template cast<double>().transpose();
+        else
+          Y.noalias() += X.middleCols(r0, kr) * Wt.template cast<double>();
+      }
     }
-  } else if (x.dtype == DType::f64) {
-    Eigen::Map<const RowMatD> X(x.data<double>(), M, K);
-    Eigen::Map<RowMatD> Y(out.data<double>(), M, N);
-    Y.setZero();
-    for (std::int64_t k0 = 0; k0 < K; k0 += tile_rows) {
-      const std::int64_t kr = std::min(tile_rows, K - k0);
-      quant::dequantize_range(p, k0 * N, (k0 + kr) * N,
-                              std::span<float>(tile.data(), static_cast<std::size_t>(kr * N)));
-      Eigen::Map<const RowMat> Wt(tile.data(), kr, N);
-      Y.noalias() += X.middleCols(k0, kr) * Wt.cast<double>();
-    }
-  } else {
-    raise<DTypeError>("dtype", "q_matmul: activations must be f32 or f64, got {}", x.dtype);
-  }
+  };
+  if (x.dtype == DType::f32)
+    run(static_cast<float*>(nullptr));
+  else
+    run(static_cast<double*>(nullptr));
   return out;
 }
 

@@ -84,13 +84,21 @@ FERRY_FUNC CpuQTensor EigenCpu::q_slice(
   return detail::cpu::make_q(acc_, q.device(), quant::q_slice(q.parts(), ranges));
 }
 FERRY_FUNC CpuTensor EigenCpu::q_matmul(CpuTensor x, CpuQTensor w) const {
+  return q_product(std::move(x), std::move(w), false);
+}
+FERRY_FUNC CpuTensor EigenCpu::q_linear(CpuTensor x, CpuQTensor w) const {
+  return q_product(std::move(x), std::move(w), true);
+}
+FERRY_FUNC CpuTensor EigenCpu::q_product(CpuTensor x, CpuQTensor w, bool transposed) const {
+  const char* op = transposed ? "q_linear" : "q_matmul";
   if (x.dtype == DType::f16 || x.dtype == DType::bf16) {  // in f32, rounded once
     const DType h = x.dtype;
     return detail::cpu::cast(
-        acc_, detail::cpu::q_matmul(acc_, detail::cpu::cast(acc_, x, DType::f32, "q_matmul"), w), h,
-        "q_matmul");
+        acc_,
+        detail::cpu::q_matmul(acc_, detail::cpu::cast(acc_, x, DType::f32, op), w, transposed), h,
+        op);
   }
-  return detail::cpu::q_matmul(acc_, x, w);
+  return detail::cpu::q_matmul(acc_, x, w, transposed);
 }
 
 }  // namespace ferry
