@@ -478,6 +478,28 @@ TEST_CASE("conv2d and conv1d: stride, padding, dilation, groups and bias, as the
               conv_ref(values(x1), values(w1), {}, 2, 4, 1, 9, 3, 1, 3, {1, 2}, {0, 1}, {1, 1}, 1),
               1e-12, 1e-12);
 
+  // Packed int8 weights per output channel: the definition over the dequantized weights, in f32.
+  using quant::Scheme;
+  using quant::ValueType;
+  const auto xf = ferry::cast(x, DType::f32);
+  const auto q =
+      quantize_dynamic(ferry::cast(w, DType::f32), Scheme::of(ValueType::i8).per_axis(0));
+  const auto bf = ferry::cast(b, DType::f32);
+  for (const Case& k : {Case{{1, 1}, {0, 0}, {1, 1}}, Case{{2, 1}, {1, 2}, {1, 1}}}) {
+    const auto y = conv2d(xf, q, bf, {.stride = k.s, .padding = k.p, .dilation = k.d, .groups = 2});
+    CHECK(y.dtype() == DType::f32);
+    check_close(values(y),
+                conv_ref(values(xf), values(dequantize(q)), values(bf), 2, 4, 7, 6, 6, 3, 2, k.s,
+                         k.p, k.d, 2),
+                1e-5, 1e-5);
+  }
+  const auto q1 =
+      quantize_dynamic(ferry::cast(r.from_vector(ws, Shape{3, 4, 3, 2}, D0), DType::f32),
+                       Scheme::of(ValueType::i4).per_axis(0).packed_u8());
+  check_close(values(conv2d(xf, q1, std::nullopt, {.padding = {1, 1}})),
+              conv_ref(values(xf), values(dequantize(q1)), {}, 2, 4, 7, 6, 3, 3, 2, {1, 1}, {1, 1},
+                       {1, 1}, 1),
+              1e-5, 1e-5);
   REQUIRE_THROWS_MATCHES(conv2d(x, w), ShapeError, Says("1 groups do not fit"));
   REQUIRE_THROWS_MATCHES(conv2d(x, w, b, {.stride = {0, 1}, .groups = 2}), ValueError,
                          Says("conv2d: stride 0"));

@@ -337,11 +337,15 @@ struct ConvOptions {
 /// (optional) -> [N, O, OH, OW], OH = (H + 2 padding - dilation (KH - 1) - 1) / stride + 1.
 /// A decomposition: the padded input's KH x KW strided windows (one slice each) stacked into
 /// columns (im2col), then one batched matmul per group; f16/bf16 accumulate in f32 (matmul's).
+/// A quantized weight (e.g. int8 per output channel: per_axis(0)) stays packed: the columns go
+/// through linear(x, q) (q_linear, dequantized a tile of rows at a time).
 template <Backend B>
 [[nodiscard]] Tensor<B> conv2d(Tensor<B> x, Tensor<B> weight, Opt<B> bias = std::nullopt,
                                const ConvOptions<2>& o = {}) {
   constexpr const char* op = "conv2d";
-  detail::nn::check_floats(op, x, Opt<B>(weight), bias);
+  const bool qw = weight.is_quantized();
+  detail::nn::check_floats(op, x, qw ? Opt<B>{} : Opt<B>(weight), bias);
+  if (qw) (void)detail::common_device(op, x, weight);
   const std::int64_t g = o.groups;
   if (x.rank() != 4 || weight.rank() != 4)
     detail::raise<ShapeError>("shape",
@@ -386,7 +390,23 @@ template <Backend B>
   x = Tensor<B>{};  // the padded input is no longer needed
   const std::int64_t ck = c / g * k[0] * k[1], l = out[0] * out[1];
   auto col = reshape(cat(std::move(cols), 2), Shape{n, g, ck, l});  // [N, C, K, OH, OW]
-  auto y = matmul(reshape(std::move(weight), Shape{g, oc / g, ck}), std::move(col));
+  Tensor<B> y;
+  if (!qw) {
+    y = matmul(reshape(std::move(weight), Shape{g, oc / g, ck}), std::move(col));
+  } else {
+    // Packed weights, as linear's [O, C K] rows: each group's columns, transposed to [N, L, CK],
+    // times its rows (q_linear); the results side by side, back to [N, O, L].
+    auto cols_t = swap_dims(std::move(col), 2, 3);  // [N, G, L, CK]
+    auto w2 = reshape(std::move(weight), Shape{oc, ck});
+    std::vector<Tensor<B>> parts;
+    for (std::int64_t i = 0; i < g; ++i) {
+      auto xi = squeeze(narrow(cols_t, 1, i, 1), 1);
+      parts.push_back(g == 1 ? linear(std::move(xi), w2)
+                             : linear(std::move(xi), narrow(w2, 0, i * (oc / g), oc / g)));
+    }
+    cols_t = Tensor<B>{};
+    y = swap_dims(cat(std::move(parts), 2), 1, 2);  // [N, O, L]
+  }
   y = reshape(std::move(y), Shape{n, oc, out[0], out[1]});
   if (bias) y = std::move(y) + reshape(std::move(*bias), Shape{1, oc, 1, 1});
   return y;
