@@ -1,6 +1,8 @@
 // The models of examples/ run through the router against references computed here in double
 // with plain loops from the same checkpoint numbers (no Ferry op): the CNN of
-// examples/cnn_model.hpp, split over two devices with int8 weights packed.
+// examples/cnn_model.hpp, split over two devices with int8 weights packed, and the GPT-style
+// decoder of examples/gpt_model.hpp (int4 weights, rotary embedding, KV cache), every step's
+// logits and the greedy tokens.
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
@@ -9,6 +11,7 @@
 #include <vector>
 
 #include "../examples/cnn_model.hpp"
+#include "../examples/gpt_model.hpp"
 
 using namespace ferry;
 
@@ -108,4 +111,137 @@ TEST_CASE("the CNN of examples/ over two devices matches a double reference") {
   const auto after = r.stats(cpu1);
   CHECK(after.transfers_in - before.transfers_in == 1);
   CHECK(after.bytes_in - before.bytes_in == 32 * 16 * 16 * 4);
+}
+
+namespace {
+/// The decoder of gpt_model.hpp in double, one token at a time, with its own KV cache.
+class GptRef {
+ public:
+  explicit GptRef(const gpt::Weights& w) : w_(w), k_(gpt::kLayers), v_(gpt::kLayers) {}
+
+  V step(std::int64_t token, std::int64_t pos) {
+    const auto d = static_cast<std::size_t>(gpt::kDim);
+    V x(w_.embedding.begin() + token * gpt::kDim, w_.embedding.begin() + (token + 1) * gpt::kDim);
+    for (std::size_t l = 0; l < static_cast<std::size_t>(gpt::kLayers); ++l) {
+      const gpt::Layer& L = w_.layers[l];
+      V h = rms(x, L.attn_norm);
+      V q = mv(L.wq, h), k = mv(L.wk, h), v = mv(L.wv, h);
+      rope(q, pos);
+      rope(k, pos);
+      k_[l].push_back(k);
+      v_[l].push_back(v);
+      V att(d, 0.0);
+      for (std::int64_t hd = 0; hd < gpt::kHeads; ++hd) {
+        const auto o = static_cast<std::size_t>(hd * gpt::kHeadDim);
+        V sc;
+        double mx = -1e300;
+        for (const V& kj : k_[l]) {
+          double s = 0;
+          for (std::size_t i = 0; i < 64; ++i) s += q[o + i] * kj[o + i];
+          sc.push_back(s / 8.0);  // 1 / sqrt(64)
+          mx = std::max(mx, sc.back());
+        }
+        double z = 0;
+        for (double& s : sc) z += (s = std::exp(s - mx));
+        for (std::size_t j = 0; j < sc.size(); ++j)
+          for (std::size_t i = 0; i < 64; ++i) att[o + i] += sc[j] / z * v_[l][j][o + i];
+      }
+      const V a = mv(L.wo, att);
+      for (std::size_t i = 0; i < d; ++i) x[i] += a[i];
+      h = rms(x, L.mlp_norm);
+      V g = mv(L.w_gate, h);
+      const V u = mv(L.w_up, h);
+      for (std::size_t i = 0; i < g.size(); ++i) g[i] = g[i] / (1.0 + std::exp(-g[i])) * u[i];
+      const V m = mv(L.w_down, g);
+      for (std::size_t i = 0; i < d; ++i) x[i] += m[i];
+    }
+    const V h = rms(x, w_.final_norm);
+    V logits(static_cast<std::size_t>(gpt::kVocab));
+    for (std::size_t t = 0; t < logits.size(); ++t)
+      for (std::size_t i = 0; i < d; ++i)
+        logits[t] += static_cast<double>(w_.head[t * d + i]) * h[i];
+    return logits;
+  }
+
+ private:
+  static V rms(const V& x, const std::vector<float>& w) {
+    double ms = 0;
+    for (double e : x) ms += e * e;
+    const double r = 1.0 / std::sqrt(ms / static_cast<double>(x.size()) + gpt::kEps);
+    V y(x.size());
+    for (std::size_t i = 0; i < x.size(); ++i) y[i] = x[i] * r * w[i];
+    return y;
+  }
+  static V mv(const gpt::Int4& w, const V& x) {
+    V y(static_cast<std::size_t>(w.out));
+    for (std::int64_t o = 0; o < w.out; ++o)
+      for (std::int64_t i = 0; i < w.in; ++i)
+        y[static_cast<std::size_t>(o)] += w.at(o, i) * x[static_cast<std::size_t>(i)];
+    return y;
+  }
+  /// Each head's halves (a, b) rotated: (a cos - b sin, b cos + a sin).
+  static void rope(V& x, std::int64_t pos) {
+    for (std::int64_t hd = 0; hd < gpt::kHeads; ++hd)
+      for (std::int64_t i = 0; i < gpt::kHeadDim / 2; ++i) {
+        const auto a = static_cast<std::size_t>(hd * gpt::kHeadDim + i), b = a + 32;
+        const double t = gpt::rope_angle(pos, i), c = std::cos(t), s = std::sin(t);
+        const double xa = x[a], xb = x[b];
+        x[a] = xa * c - xb * s;
+        x[b] = xb * c + xa * s;
+      }
+  }
+  const gpt::Weights& w_;
+  std::vector<std::vector<V>> k_, v_;
+};
+
+std::int64_t argmax(const V& v) { return std::max_element(v.begin(), v.end()) - v.begin(); }
+void check_logits(const std::vector<float>& got, std::size_t offset, const V& want,
+                  std::int64_t pos) {
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    INFO("position " << pos << ", logit " << i << ": got " << got[offset + i] << ", want "
+                     << want[i]);
+    CHECK(std::abs(got[offset + i] - want[i]) <= 2e-4 * std::max(1.0, std::abs(want[i])));
+  }
+}
+}  // namespace
+
+TEST_CASE("the GPT decoder of examples/ matches a double reference at every step") {
+  const auto mode = GENERATE(Execution::Async, Execution::Inline);
+  const CpuDevice cpu0{0}, cpu1{1};
+  Router<EigenCpu> r(EigenCpu(2), {.execution = mode});
+  const auto w = gpt::make_weights(3);
+  gpt::Model<EigenCpu> model(r, w, cpu0, cpu1);
+  GptRef ref(w);
+  const std::vector<std::int64_t> prompt{5, 900, 31, 1, 640, 77};
+  const auto n = static_cast<std::int64_t>(prompt.size());
+  // The prompt in one step: its logits at every position.
+  const auto first = model.step(prompt, 0);
+  REQUIRE(first.shape() == Shape{1, n, gpt::kVocab});
+  const auto all = first.to_data().to_vector<float>();
+  V want;
+  for (std::int64_t p = 0; p < n; ++p) {
+    want = ref.step(prompt[static_cast<std::size_t>(p)], p);
+    check_logits(all, static_cast<std::size_t>(p * gpt::kVocab), want, p);
+  }
+  // 24 greedy steps of one token: the same logits and the same tokens as the reference's.
+  std::vector<std::int64_t> got_tokens, want_tokens;
+  std::int64_t tok = argmax(want);
+  r.sync();
+  const auto before = r.stats(cpu1);
+  for (std::int64_t p = n; p < n + 24; ++p) {
+    want_tokens.push_back(tok);
+    const auto logits = model.step({tok}, p).to_data().to_vector<float>();
+    got_tokens.push_back(std::max_element(logits.begin(), logits.end()) - logits.begin());
+    want = ref.step(tok, p);
+    check_logits(logits, 0, want, p);
+    CHECK(got_tokens.back() == argmax(want));
+    tok = argmax(want);
+  }
+  got_tokens.erase(got_tokens.end() - 1);
+  want_tokens.erase(want_tokens.begin());
+  CHECK(got_tokens == want_tokens);
+  // Only the hidden state crossed, once a step: [1, 1, 256] f32.
+  const auto after = r.stats(cpu1);
+  CHECK(after.transfers_in - before.transfers_in == 24);
+  CHECK(after.bytes_in - before.bytes_in == 24 * 1024);
 }
