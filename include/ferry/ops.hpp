@@ -396,7 +396,9 @@ template <Backend B>
 #include "ferry/ops/indexing.hpp"
 // bernoulli.
 #include "ferry/ops/random.hpp"
-// linear, embedding, layer_norm, rms_norm, group_norm, batch_norm (inference), attention, conv.
+// linear, embedding, layer_norm, rms_norm, group_norm, batch_norm (inference), attention.
 #include "ferry/ops/nn.hpp"
+// conv1d/2d/3d, conv_transpose1d/2d/3d, unfold4d.
+#include "ferry/ops/conv.hpp"
 // max/avg pools 1-D and 2-D, with indices, and the adaptive pools.
 #include "ferry/ops/pool.hpp"

@@ -1,6 +1,6 @@
 // Ferry: the neural-network layers that are decompositions into the ops above (issue #19):
-// linear, embedding, layer_norm, rms_norm, group_norm, batch_norm in its inference form,
-// scaled dot-product attention, conv1d and conv2d.
+// linear, embedding, layer_norm, rms_norm, group_norm, batch_norm in its inference form and
+// scaled dot-product attention (convolutions: ferry/ops/conv.hpp).
 // Every backend runs them with its primitive kernels. Included by ferry/ops.hpp.
 // SPDX-License-Identifier: MIT
 #pragma once
@@ -316,117 +316,6 @@ template <Backend B>
   }
   auto y = matmul(softmax(std::move(scores), -1), up(std::move(v)));
   return half ? ferry::cast(std::move(y), d) : y;
-}
-
-/// Stride, padding (zeros, on both sides), dilation and groups of a convolution over D spatial
-/// dims, torch's meaning and defaults: `conv2d(x, w, b, {.stride = {2, 2}, .padding = {1, 1}})`.
-template <std::size_t D>
-struct ConvOptions {
-  std::array<std::int64_t, D> stride = filled(1), padding = filled(0), dilation = filled(1);
-  std::int64_t groups = 1;
-
- private:
-  static constexpr std::array<std::int64_t, D> filled(std::int64_t v) {
-    std::array<std::int64_t, D> a{};
-    a.fill(v);
-    return a;
-  }
-};
-
-/// torch.nn.functional.conv2d: x [N, C, H, W], weight [O, C / groups, KH, KW], bias [O]
-/// (optional) -> [N, O, OH, OW], OH = (H + 2 padding - dilation (KH - 1) - 1) / stride + 1.
-/// A decomposition: the padded input's KH x KW strided windows (one slice each) stacked into
-/// columns (im2col), then one batched matmul per group; f16/bf16 accumulate in f32 (matmul's).
-/// A quantized weight (e.g. int8 per output channel: per_axis(0)) stays packed: the columns go
-/// through linear(x, q) (q_linear, dequantized a tile of rows at a time).
-template <Backend B>
-[[nodiscard]] Tensor<B> conv2d(Tensor<B> x, Tensor<B> weight, Opt<B> bias = std::nullopt,
-                               const ConvOptions<2>& o = {}) {
-  constexpr const char* op = "conv2d";
-  const bool qw = weight.is_quantized();
-  detail::nn::check_floats(op, x, qw ? Opt<B>{} : Opt<B>(weight), bias);
-  if (qw) (void)detail::common_device(op, x, weight);
-  const std::int64_t g = o.groups;
-  if (x.rank() != 4 || weight.rank() != 4)
-    detail::raise<ShapeError>("shape",
-                              "{}: input {} must be [N, C, H, W] and weight {} [O, C / "
-                              "groups, KH, KW]",
-                              op, x.shape(), weight.shape());
-  const std::int64_t n = x.shape()[0], c = x.shape()[1], oc = weight.shape()[0];
-  if (g < 1 || c % g != 0 || oc % g != 0 || weight.shape()[1] * g != c)
-    detail::raise<ShapeError>("shape", "{}: input {}, weight {} and {} groups do not fit", op,
-                              x.shape(), weight.shape(), g);
-  detail::nn::want_shape(op, "bias", bias, Shape{oc});
-  std::array<std::int64_t, 2> out{}, k{};
-  for (std::size_t i = 0; i < 2; ++i) {
-    k[i] = weight.shape()[2 + i];
-    if (o.stride[i] < 1 || o.dilation[i] < 1 || o.padding[i] < 0)
-      detail::raise<ValueError>("value",
-                                "{}: stride {}, padding {} and dilation {} (need >= 1, "
-                                ">= 0, >= 1)",
-                                op, o.stride[i], o.padding[i], o.dilation[i]);
-    const std::int64_t span = o.dilation[i] * (k[i] - 1) + 1;
-    const std::int64_t in = x.shape()[2 + i] + 2 * o.padding[i];
-    out[i] = in < span ? 0 : (in - span) / o.stride[i] + 1;
-    if (out[i] < 1)
-      detail::raise<ShapeError>("shape",
-                                "{}: input {} padded by {} is smaller than the kernel {} "
-                                "dilated by {}",
-                                op, x.shape(), o.padding[i], weight.shape(), o.dilation[i]);
-  }
-  if (o.padding[0] > 0 || o.padding[1] > 0)
-    x = pad(std::move(x), {o.padding[1], o.padding[1], o.padding[0], o.padding[0]});
-  std::vector<Tensor<B>> cols;
-  cols.reserve(static_cast<std::size_t>(k[0] * k[1]));
-  for (std::int64_t a = 0; a < k[0]; ++a)
-    for (std::int64_t b = 0; b < k[1]; ++b) {
-      const std::int64_t h0 = a * o.dilation[0], w0 = b * o.dilation[1];
-      cols.push_back(
-          unsqueeze(slice(x, {Range{0, n}, Range{0, c},
-                              Range{h0, h0 + o.stride[0] * (out[0] - 1) + 1, o.stride[0]},
-                              Range{w0, w0 + o.stride[1] * (out[1] - 1) + 1, o.stride[1]}}),
-                    2));
-    }
-  x = Tensor<B>{};  // the padded input is no longer needed
-  const std::int64_t ck = c / g * k[0] * k[1], l = out[0] * out[1];
-  auto col = reshape(cat(std::move(cols), 2), Shape{n, g, ck, l});  // [N, C, K, OH, OW]
-  Tensor<B> y;
-  if (!qw) {
-    y = matmul(reshape(std::move(weight), Shape{g, oc / g, ck}), std::move(col));
-  } else {
-    // Packed weights, as linear's [O, C K] rows: each group's columns, transposed to [N, L, CK],
-    // times its rows (q_linear); the results side by side, back to [N, O, L].
-    auto cols_t = swap_dims(std::move(col), 2, 3);  // [N, G, L, CK]
-    auto w2 = reshape(std::move(weight), Shape{oc, ck});
-    std::vector<Tensor<B>> parts;
-    for (std::int64_t i = 0; i < g; ++i) {
-      auto xi = squeeze(narrow(cols_t, 1, i, 1), 1);
-      parts.push_back(g == 1 ? linear(std::move(xi), w2)
-                             : linear(std::move(xi), narrow(w2, 0, i * (oc / g), oc / g)));
-    }
-    cols_t = Tensor<B>{};
-    y = swap_dims(cat(std::move(parts), 2), 1, 2);  // [N, O, L]
-  }
-  y = reshape(std::move(y), Shape{n, oc, out[0], out[1]});
-  if (bias) y = std::move(y) + reshape(std::move(*bias), Shape{1, oc, 1, 1});
-  return y;
-}
-
-/// torch.nn.functional.conv1d: x [N, C, L], weight [O, C / groups, K], bias [O] -> [N, O, OL];
-/// conv2d over a height of 1.
-template <Backend B>
-[[nodiscard]] Tensor<B> conv1d(Tensor<B> x, Tensor<B> weight, Opt<B> bias = std::nullopt,
-                               const ConvOptions<1>& o = {}) {
-  constexpr const char* op = "conv1d";
-  (void)detail::common_device(op, x, weight);
-  if (x.rank() != 3 || weight.rank() != 3)
-    detail::raise<ShapeError>("shape",
-                              "{}: input {} must be [N, C, L] and weight {} [O, C / "
-                              "groups, K]",
-                              op, x.shape(), weight.shape());
-  const ConvOptions<2> o2{{1, o.stride[0]}, {0, o.padding[0]}, {1, o.dilation[0]}, o.groups};
-  return squeeze(
-      conv2d(unsqueeze(std::move(x), 2), unsqueeze(std::move(weight), 2), std::move(bias), o2), 2);
 }
 
 }  // namespace ferry
