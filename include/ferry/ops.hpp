@@ -400,5 +400,7 @@ template <Backend B>
 #include "ferry/ops/nn.hpp"
 // conv1d/2d/3d, conv_transpose1d/2d/3d, unfold4d.
 #include "ferry/ops/conv.hpp"
+// interpolate: nearest, linear, bicubic.
+#include "ferry/ops/interpolate.hpp"
 // max/avg pools 1-D and 2-D, with indices, and the adaptive pools.
 #include "ferry/ops/pool.hpp"
