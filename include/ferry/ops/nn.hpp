@@ -122,7 +122,20 @@ template <Backend B>
       detail::same_dtype(op, y.dtype(), bias->dtype());
     }
   } else {
-    y = matmul(std::move(x), swap_dims(std::move(weight), 0, 1));
+    // x w^T needs one operand transposed (a copy): the weight, or x and the result, whichever
+    // is smaller. At decode (a few rows) that is x: a [4096, 4096] f32 weight costs 64 MiB of
+    // copying every call otherwise.
+    const std::int64_t n = weight.shape()[0], k = weight.shape()[1];
+    std::int64_t m = 1;
+    for (std::size_t i = 0; i + 1 < x.rank(); ++i) m *= x.shape()[i];
+    if (m * (k + n) < n * k) {
+      std::vector<std::int64_t> ys = x.shape().to_vector();
+      ys.back() = n;
+      auto xt = swap_dims(reshape(std::move(x), Shape{m, k}), 0, 1);  // [K, M]
+      y = reshape(swap_dims(matmul(std::move(weight), std::move(xt)), 0, 1), Shape(std::move(ys)));
+    } else {
+      y = matmul(std::move(x), swap_dims(std::move(weight), 0, 1));
+    }
   }
   if (bias) y = std::move(y) + std::move(*bias);
   return vec ? squeeze(std::move(y), 0) : y;

@@ -1,0 +1,116 @@
+// Ferry benchmarks for the neural-network ops of #19, each through an async router with one
+// kernel thread per device, synced: linear with int4 weights against f32 ones at decode size,
+// conv2d against im2col + Eigen GEMM written here, and a decode step of examples/gpt_model.hpp
+// with its layers split over two devices against one device.
+// SPDX-License-Identifier: Apache-2.0
+#include <Eigen/Core>
+
+#include "../examples/gpt_model.hpp"
+#include "common.hpp"
+
+namespace ferry::bench {
+namespace {
+
+// linear(x [1, 4096], w [4096, 4096]): int4 per block of 32 inputs, f16 scales, multiplied
+// packed (A), against the f32 weight (B). At one row the product reads the weight once, so
+// this is the weight's bytes against the dequantization's cost.
+constexpr std::int64_t kLin = 4096;
+void linear_decode(benchmark::State& st, bool int4) {
+  R router(EigenCpu(1), async_mode(1));
+  const CpuDevice d{0};
+  const T x = router.from_data(host_data(Shape{1, kLin}), d);
+  T w = ferry::cast(router.from_data(host_data(Shape{kLin, kLin}), d), DType::f32);
+  if (int4) w = quantize_dynamic(std::move(w), i4_block32());
+  {
+    const T warm = linear(x, w);
+    router.sync();
+  }
+  for (auto _ : st) {
+    T y = linear(x, w);
+    router.sync();
+    benchmark::DoNotOptimize(y);
+  }
+}
+void linear_int4(benchmark::State& st) { linear_decode(st, true); }
+void linear_f32(benchmark::State& st) { linear_decode(st, false); }
+BENCHMARK(linear_int4)->Name("linear_decode/int4")->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(linear_f32)->Name("linear_decode/f32")->UseRealTime()->Unit(benchmark::kMillisecond);
+
+// conv2d 3x3, 64 -> 64 channels, 56x56, padding 1 (a ResNet stage): the router's (A) against
+// im2col by plain loops into one buffer and one Eigen GEMM (B), both one thread.
+constexpr std::int64_t kC = 64, kHW = 56;
+void conv2d_router(benchmark::State& st) {
+  R router(EigenCpu(1), async_mode(1));
+  const CpuDevice d{0};
+  const T x = router.from_data(host_data(Shape{1, kC, kHW, kHW}), d);
+  const T w = router.from_data(host_data(Shape{kC, kC, 3, 3}), d);
+  {
+    const T warm = conv2d(x, w, std::nullopt, {.padding = {1, 1}});
+    router.sync();
+  }
+  for (auto _ : st) {
+    T y = conv2d(x, w, std::nullopt, {.padding = {1, 1}});
+    router.sync();
+    benchmark::DoNotOptimize(y);
+  }
+}
+void conv2d_eigen(benchmark::State& st) {
+  using RowMat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  const auto& x = host_floats(static_cast<std::size_t>(kC * kHW * kHW));
+  const auto& wv = host_floats(static_cast<std::size_t>(kC * kC * 9));
+  Eigen::Map<const RowMat> w(wv.data(), kC, kC * 9);
+  RowMat col(kC * 9, kHW * kHW), y(kC, kHW * kHW);
+  for (auto _ : st) {
+    for (std::int64_t c = 0; c < kC; ++c)
+      for (std::int64_t a = 0; a < 3; ++a)
+        for (std::int64_t b = 0; b < 3; ++b) {
+          float* row = col.row((c * 3 + a) * 3 + b).data();
+          for (std::int64_t i = 0; i < kHW; ++i)
+            for (std::int64_t j = 0; j < kHW; ++j) {
+              const std::int64_t r = i + a - 1, q = j + b - 1;
+              row[i * kHW + j] = r < 0 || r >= kHW || q < 0 || q >= kHW
+                                     ? 0.0f
+                                     : x[static_cast<std::size_t>((c * kHW + r) * kHW + q)];
+            }
+        }
+    y.noalias() = w * col;
+    benchmark::DoNotOptimize(y.data());
+    benchmark::ClobberMemory();
+  }
+}
+BENCHMARK(conv2d_router)->Name("conv2d_56/router")->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(conv2d_eigen)
+    ->Name("conv2d_56/eigen_im2col")
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+
+// One decode step of the GPT of examples/gpt_model.hpp (a token in, the argmax out, the KV
+// cache growing from 8 to 63 positions and starting over) with its layers on 2 devices, or all
+// on 1: what the split costs a sequential decode.
+void decode_step(benchmark::State& st) {
+  const auto devices = static_cast<int>(st.range(0));
+  R router(EigenCpu(devices), async_mode(1));
+  const CpuDevice first{0}, second{devices - 1};
+  gpt::Model<EigenCpu> model(router, gpt::make_weights(1), first, second);
+  const std::vector<std::int64_t> prompt{17, 256, 3, 999, 42, 7, 512, 88};
+  std::int64_t tok =
+      argmax(narrow(model.step(prompt, 0), 1, 7, 1)).to_data().to_vector<std::int64_t>()[0];
+  std::int64_t pos = 8;
+  for (auto _ : st) {
+    auto logits = model.step({tok}, pos);
+    tok = argmax(reshape(std::move(logits), Shape{gpt::kVocab}))
+              .to_data()
+              .to_vector<std::int64_t>()[0];
+    pos = pos + 1 < gpt::kMaxSeq ? pos + 1 : 8;
+  }
+}
+BENCHMARK(decode_step)
+    ->Name("decode_step")
+    ->ArgName("devices")
+    ->Arg(1)
+    ->Arg(2)
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+
+}  // namespace
+}  // namespace ferry::bench
