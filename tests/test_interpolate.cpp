@@ -10,36 +10,24 @@
 #include <vector>
 
 #include "matchers.hpp"
+#include "nn_helpers.hpp"
 
 using namespace ferry;
+using ferry_test::data;
 using ferry_test::Says;
+using ferry_test::values;
 
 namespace {
 using R = Router<EigenCpu>;
 using I = std::int64_t;
 using LD = long double;
 constexpr CpuDevice D0{0};
-using Mode = InterpolateMode;
 
-std::vector<double> values(const Tensor<EigenCpu>& t) {
-  return ferry::cast(t, DType::f64).to_data().to_vector<double>();
+/// Within tol (1 + |want|).
+void close(const std::vector<double>& got, const std::vector<LD>& want, double tol) {
+  ferry_test::check_close(got, want, tol, tol);
 }
-std::vector<double> data(std::size_t n, unsigned seed) {
-  std::vector<double> v(n);
-  std::uint32_t s = 0x9E3779B9u ^ seed;
-  for (auto& x : v) {
-    s = s * 1664525u + 1013904223u;
-    x = static_cast<double>(s >> 8) / static_cast<double>(1u << 24) * 6.0 - 3.0;
-  }
-  return v;
-}
-void check_close(const std::vector<double>& got, const std::vector<LD>& want, double tol) {
-  REQUIRE(got.size() == want.size());
-  for (std::size_t i = 0; i < got.size(); ++i) {
-    INFO("element " << i << ": got " << got[i] << ", want " << static_cast<double>(want[i]));
-    CHECK(std::abs(static_cast<LD>(got[i]) - want[i]) <= tol * (1 + std::abs(want[i])));
-  }
-}
+using Mode = InterpolateMode;
 
 /// torch's area_pixel_compute_source_index; `inv` is 1 / scale_factor, or 0 for in / out.
 LD source(I dst, I in, I out, bool align, double inv, bool cubic) {
@@ -133,20 +121,20 @@ TEST_CASE("interpolate 2-D: nearest bilinear and bicubic as torch's loops") {
                      << size[1]);
         const auto y = interpolate(x, {size[0], size[1]}, {.mode = m, .align_corners = align});
         CHECK(y.shape() == Shape{n, c, size[0], size[1]});
-        check_close(values(y), ref2d(xs, n * c, h, w, size[0], size[1], m, align), 1e-13);
+        close(values(y), ref2d(xs, n * c, h, w, size[0], size[1], m, align), 1e-13);
       }
     }
   // Scale factors: the size floor(in f), positions mapped back by 1 / f.
   for (const auto m : {Mode::nearest, Mode::linear, Mode::cubic}) {
     const auto y = interpolate(x, {}, {.mode = m, .scale_factor = {1.7, 0.6}});
     CHECK(y.shape() == Shape{n, c, 8, 4});
-    check_close(values(y), ref2d(xs, n * c, h, w, 8, 4, m, false, {1 / 1.7, 1 / 0.6}), 1e-13);
+    close(values(y), ref2d(xs, n * c, h, w, 8, 4, m, false, {1 / 1.7, 1 / 0.6}), 1e-13);
   }
   // f16 runs in f32 and rounds once.
   const auto xh = ferry::cast(x, DType::f16);
   const auto yh = interpolate(xh, {8, 9}, {.mode = Mode::linear});
   CHECK(yh.dtype() == DType::f16);
-  check_close(values(yh), ref2d(values(xh), n * c, h, w, 8, 9, Mode::linear, false), 1.0 / 1024);
+  close(values(yh), ref2d(values(xh), n * c, h, w, 8, 9, Mode::linear, false), 1.0 / 1024);
 }
 
 TEST_CASE("interpolate 1-D and 3-D are the same rules per dim and errors name the op") {
@@ -155,11 +143,11 @@ TEST_CASE("interpolate 1-D and 3-D are the same rules per dim and errors name th
   // 3-D trilinear over a depth of 1 is bilinear of each plane.
   const auto x5 = r.from_vector(xs, Shape{2, 3, 1, 4, 5}, D0);
   const auto y5 = interpolate(x5, {1, 6, 3}, {.mode = Mode::linear, .align_corners = true});
-  check_close(values(y5), ref2d(xs, 6, 4, 5, 6, 3, Mode::linear, true), 1e-13);
+  close(values(y5), ref2d(xs, 6, 4, 5, 6, 3, Mode::linear, true), 1e-13);
   // 1-D linear is bilinear over a height of 1.
   const auto x3 = r.from_vector(xs, Shape{2, 3, 20}, D0);
-  check_close(values(interpolate(x3, {7}, {.mode = Mode::linear})),
-              ref2d(xs, 6, 1, 20, 1, 7, Mode::linear, false), 1e-13);
+  close(values(interpolate(x3, {7}, {.mode = Mode::linear})),
+        ref2d(xs, 6, 1, 20, 1, 7, Mode::linear, false), 1e-13);
 
   REQUIRE_THROWS_MATCHES(interpolate(x3, {7}, {.mode = Mode::cubic}), ShapeError,
                          Says("interpolate: input [2, 3, 20] must be [N, C] and 2 spatial dims"));

@@ -13,44 +13,19 @@
 #include <vector>
 
 #include "matchers.hpp"
+#include "nn_helpers.hpp"
 
 using namespace ferry;
+using ferry_test::check_close;
+using ferry_test::data;
 using ferry_test::Says;
+using ferry_test::values;
 
 namespace {
 using R = Router<EigenCpu>;
 using T = Tensor<EigenCpu>;
 constexpr CpuDevice D0{0};
 using LD = long double;
-
-template <class Be>
-std::vector<double> values(const Tensor<Be>& t) {
-  return t.to_data().template to_vector<double>();
-}
-
-/// Deterministic values in [-3, 3) with some spread (no two rows alike).
-std::vector<double> data(std::size_t n, unsigned seed) {
-  std::vector<double> v(n);
-  std::uint32_t s = 0x9E3779B9u ^ seed;
-  for (auto& x : v) {
-    s = s * 1664525u + 1013904223u;
-    x = static_cast<double>(s >> 8) / static_cast<double>(1u << 24) * 6.0 - 3.0;
-  }
-  return v;
-}
-
-void check_close(const std::vector<double>& got, const std::vector<LD>& want, double rel,
-                 double abs = 0) {
-  REQUIRE(got.size() == want.size());
-  for (std::size_t i = 0; i < got.size(); ++i) {
-    INFO("element " << i << ": got " << got[i] << ", want " << static_cast<double>(want[i]));
-    if (std::isnan(static_cast<double>(want[i]))) {
-      CHECK(std::isnan(got[i]));
-      continue;
-    }
-    CHECK(std::abs(static_cast<LD>(got[i]) - want[i]) <= rel * std::abs(want[i]) + abs);
-  }
-}
 
 /// (x - mean) / sqrt(var + eps) over consecutive rows of `inner` elements, biased variance.
 std::vector<LD> standardized(const std::vector<double>& x, std::size_t inner, LD eps) {

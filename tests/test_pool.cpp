@@ -13,9 +13,12 @@
 #include <vector>
 
 #include "matchers.hpp"
+#include "nn_helpers.hpp"
 
 using namespace ferry;
+using ferry_test::data;
 using ferry_test::Says;
+using ferry_test::values;
 
 namespace {
 using R = Router<EigenCpu>;
@@ -24,20 +27,7 @@ constexpr CpuDevice D0{0};
 using I = std::int64_t;
 constexpr double inf = std::numeric_limits<double>::infinity();
 
-std::vector<double> values(const T& t) {
-  return ferry::cast(t, DType::f64).to_data().to_vector<double>();
-}
 std::vector<I> ints(const T& t) { return t.to_data().to_vector<I>(); }
-
-std::vector<double> data(std::size_t n, unsigned seed) {
-  std::vector<double> v(n);
-  std::uint32_t s = 0x9E3779B9u ^ seed;
-  for (auto& x : v) {
-    s = s * 1664525u + 1013904223u;
-    x = static_cast<double>(s >> 8) / static_cast<double>(1u << 24) * 6.0 - 3.0;
-  }
-  return v;
-}
 
 struct Geo {
   I k, s, p, d;

@@ -187,36 +187,39 @@ Tensor<B> adaptive_mean(Tensor<B> x, std::int64_t d, std::int64_t out) {
 }
 }  // namespace detail::pool
 
+namespace detail::pool {
+/// max_pool2d of x [N, C, H, W] or [C, H, W], with the indices when `indices`.
+template <Backend B>
+ValuesIndices<B> max_pool(Tensor<B> x, std::array<std::int64_t, 2> kernel,
+                          const MaxPoolOptions<2>& o, bool indices) {
+  constexpr const char* op = "max_pool2d";
+  check_input(op, x);
+  auto [x4, unb] = batched(op, std::move(x), 2);
+  const Shape shape = x4.shape();
+  auto along = [&](std::size_t i) {
+    return dim(op, shape, i, kernel[i], o.stride[i], o.padding[i], o.dilation[i], o.ceil_mode);
+  };
+  const Dim h = along(0), w = along(1);
+  auto vi = max2d(op, std::move(x4), h, w, indices);
+  if (!unb) return vi;
+  return {squeeze(std::move(vi.values), 0),
+          indices ? squeeze(std::move(vi.indices), 0) : Tensor<B>{}};
+}
+}  // namespace detail::pool
+
 /// torch.nn.functional.max_pool2d(return_indices=True): the max of each kh x kw window of x
 /// [N, C, H, W] (or [C, H, W]) and its flat index h * W + w in the input plane (i64).
 template <Backend B>
 [[nodiscard]] ValuesIndices<B> max_pool2d_with_indices(Tensor<B> x,
                                                        std::array<std::int64_t, 2> kernel,
                                                        const MaxPoolOptions<2>& o = {}) {
-  constexpr const char* op = "max_pool2d";
-  detail::pool::check_input(op, x);
-  auto [x4, unb] = detail::pool::batched(op, std::move(x), 2);
-  const auto h = detail::pool::dim(op, x4.shape(), 0, kernel[0], o.stride[0], o.padding[0],
-                                   o.dilation[0], o.ceil_mode);
-  const auto w = detail::pool::dim(op, x4.shape(), 1, kernel[1], o.stride[1], o.padding[1],
-                                   o.dilation[1], o.ceil_mode);
-  auto vi = detail::pool::max2d(op, std::move(x4), h, w, true);
-  if (unb) return {squeeze(std::move(vi.values), 0), squeeze(std::move(vi.indices), 0)};
-  return vi;
+  return detail::pool::max_pool(std::move(x), kernel, o, true);
 }
 /// torch.nn.functional.max_pool2d: the max of each window (values of max_pool2d_with_indices).
 template <Backend B>
 [[nodiscard]] Tensor<B> max_pool2d(Tensor<B> x, std::array<std::int64_t, 2> kernel,
                                    const MaxPoolOptions<2>& o = {}) {
-  constexpr const char* op = "max_pool2d";
-  detail::pool::check_input(op, x);
-  auto [x4, unb] = detail::pool::batched(op, std::move(x), 2);
-  const auto h = detail::pool::dim(op, x4.shape(), 0, kernel[0], o.stride[0], o.padding[0],
-                                   o.dilation[0], o.ceil_mode);
-  const auto w = detail::pool::dim(op, x4.shape(), 1, kernel[1], o.stride[1], o.padding[1],
-                                   o.dilation[1], o.ceil_mode);
-  auto y = detail::pool::max2d(op, std::move(x4), h, w, false).values;
-  return unb ? squeeze(std::move(y), 0) : y;
+  return detail::pool::max_pool(std::move(x), kernel, o, false).values;
 }
 /// torch.nn.functional.max_pool1d(return_indices=True) over x [N, C, L] (or [C, L]); indices
 /// are positions along L.
