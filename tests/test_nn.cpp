@@ -149,6 +149,35 @@ TEST_CASE("linear with a quantized weight on a backend without q_linear: the fal
   check_quantized_linear<NoQLinear>(Execution::Inline);
 }
 
+TEST_CASE("linear at decode sizes reads the packed weight directly and agrees with the fallback") {
+  // K a multiple of 32 and at most 8 rows: EigenCpu's q_linear takes quant::linear_packed (on
+  // a CPU with AVX2); 9 rows take the dequantized tiles. Both match the reference and the
+  // fallback of a backend without q_linear.
+  Router<EigenCpu> r(EigenCpu(1));
+  Router<NoQLinear> f(NoQLinear(1));
+  using quant::Scheme;
+  using quant::ValueType;
+  const std::int64_t k = 256, n = 70;
+  const auto wv = data(n * k, 51);
+  const auto wf = ferry::cast(r.from_vector(wv, Shape{n, k}, D0), DType::f32);
+  const auto wff = ferry::cast(f.from_vector(wv, Shape{n, k}, D0), DType::f32);
+  for (const auto& s :
+       {Scheme::of(ValueType::i4).per_block({1, 32}).packed_u8().scales(quant::ScaleType::f16),
+        Scheme::of(ValueType::u4).affine().per_block({64}).packed_u8(),
+        Scheme::of(ValueType::i8).per_axis(0), Scheme::of(ValueType::u8).affine()})
+    for (const std::int64_t rows : {1, 3, 8, 9}) {
+      INFO("scheme " << s << ", rows " << rows);
+      const auto xs = data(rows * k, 52 + static_cast<unsigned>(rows));
+      const auto x = ferry::cast(r.from_vector(xs, Shape{rows, k}, D0), DType::f32);
+      const auto q = quantize_dynamic(wf, s);
+      const auto y = values(linear(x, q));
+      check_close(y, linear_ref(values(x), values(dequantize(q)), {}, k), 2e-5, 2e-5);
+      const auto xf = ferry::cast(f.from_vector(xs, Shape{rows, k}, D0), DType::f32);
+      const auto yf = values(linear(xf, quantize_dynamic(wff, s)));
+      check_close(y, std::vector<LD>(yf.begin(), yf.end()), 2e-5, 2e-5);
+    }
+}
+
 TEST_CASE("embedding gathers the rows its ids name, in the ids' shape") {
   const auto mode = GENERATE(Execution::Async, Execution::Inline);
   R r(EigenCpu(1), {.execution = mode});

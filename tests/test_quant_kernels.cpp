@@ -512,3 +512,109 @@ TEST_CASE("empty and rank-0 tensors quantize too", "[quant][kernels]") {
   CHECK(values(scalar) == std::vector<std::int32_t>{127});
   CHECK(q_permute(scalar, std::span<const std::int64_t>{}) == scalar);
 }
+
+namespace {
+
+/// Whether linear_packed's fused kernel can run on this CPU (it returns false elsewhere).
+bool cpu_has_fused_gemv() {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#else
+  return false;
+#endif
+}
+
+/// y = x · wᵀ in double from w's dequantized values: the second path linear_packed must match.
+std::vector<double> linear_by_dequantize(const QuantizedParts& w, const std::vector<float>& x,
+                                         std::int64_t M) {
+  const std::int64_t N = w.shape[0], K = w.shape[1];
+  std::vector<float> wd(static_cast<std::size_t>(N * K));
+  dequantize(w, wd);
+  std::vector<double> y(static_cast<std::size_t>(M * N));
+  for (std::int64_t m = 0; m < M; ++m)
+    for (std::int64_t n = 0; n < N; ++n) {
+      double s = 0;
+      for (std::int64_t k = 0; k < K; ++k)
+        s += static_cast<double>(x[static_cast<std::size_t>(m * K + k)]) *
+             wd[static_cast<std::size_t>(n * K + k)];
+      y[static_cast<std::size_t>(m * N + n)] = s;
+    }
+  return y;
+}
+
+}  // namespace
+
+TEST_CASE("linear_packed multiplies from the packed values as dequantize and a product do",
+          "[quant][gemv]") {
+  const auto I4 = Scheme::of(ValueType::i4), U4 = Scheme::of(ValueType::u4);
+  const auto I8 = Scheme::of(ValueType::i8), U8 = Scheme::of(ValueType::u8);
+  const std::vector<Scheme> schemes{
+      I4.per_block({1, 32}).packed_u8().scales(ScaleType::f16),  // the GPT's weights
+      I4.affine().per_block({32}).packed_u32(),
+      U4.affine().per_block({64}).packed_u8().scales(ScaleType::bf16),
+      U4.per_axis(0).packed_u8(),
+      I4.per_block({32}),  // native: one sign-extended value per byte
+      I8.per_axis(0),
+      I8.affine().per_block({96}),  // three groups each
+      U8.affine(),                  // per tensor
+      U8.per_axis(0).scales(ScaleType::f16),
+  };
+  std::mt19937 rng(7);
+  std::normal_distribution<float> nd(0.f, 1.f);
+  // 37 outputs of 192 inputs: six groups of 32 per row, and the rows of 4-bit weights start
+  // on byte boundaries; 300 x 4032 (42 blocks of 96, 63 of 64) splits over tasks.
+  for (const auto& [N, K] :
+       std::vector<std::pair<std::int64_t, std::int64_t>>{{37, 192}, {300, 4032}})
+    for (const auto& s : schemes) {
+      std::vector<float> wf(static_cast<std::size_t>(N * K));
+      for (auto& v : wf) v = nd(rng);
+      const auto w = quantize_dynamic(s, Shape{N, K}, wf);
+      for (const std::int64_t M : {1, 2, 3, 4, 5, 9}) {
+        if (N > 37 && M > 2) continue;
+        INFO(fmt::format("{} over [{}, {}], M = {}", s, N, K, M));
+        std::vector<float> x(static_cast<std::size_t>(M * K));
+        for (auto& v : x) v = nd(rng);
+        std::vector<float> y(static_cast<std::size_t>(M * N), 7.f);
+        const bool ran = linear_packed(w, x, M, y);
+        REQUIRE(ran == cpu_has_fused_gemv());
+        if (!ran) continue;
+        // f32 sums of K products of values of size about 1 (|q - o|·s <= 4): a few K ulps.
+        const auto ref = linear_by_dequantize(w, x, M);
+        for (std::size_t i = 0; i < y.size(); ++i)
+          REQUIRE(y[i] == Approx(ref[i]).margin(4e-6 * static_cast<double>(K)));
+      }
+    }
+}
+
+TEST_CASE("linear_packed declines what it does not cover and leaves y untouched", "[quant][gemv]") {
+  const auto I4 = Scheme::of(ValueType::i4);
+  const std::vector<std::pair<Scheme, Shape>> declined{
+      {I4.per_block({32}).packed_u8(), Shape{4, 48}},         // K not a multiple of 32
+      {I4.per_block({16}).packed_u8(), Shape{4, 64}},         // a group straddles two scales
+      {I4.per_axis(1).packed_u8(), Shape{4, 64}},             // a scale per input column
+      {I4.per_block({2, 32}).packed_u8(), Shape{4, 64}},      // blocks across rows
+      {Scheme::of(ValueType::i2).packed_u8(), Shape{4, 64}},  // 2-bit values
+  };
+  for (const auto& [s, shape] : declined) {
+    INFO(fmt::format("{} over {}", s, shape));
+    const auto w = quantize_dynamic(
+        s, shape, std::vector<float>(static_cast<std::size_t>(shape.numel()), 1.f));
+    std::vector<float> x(static_cast<std::size_t>(shape[1]), 1.f), y(4, 7.f);
+    CHECK_FALSE(linear_packed(w, x, 1, y));
+    CHECK(y == std::vector<float>(4, 7.f));
+  }
+  // Empty products leave nothing to do and are the caller's: false as well.
+  const auto w =
+      quantize_dynamic(I4.per_block({32}).packed_u8(), Shape{4, 64}, std::vector<float>(256, 1.f));
+  std::vector<float> none;
+  CHECK_FALSE(linear_packed(w, none, 0, none));
+  std::vector<float> x(64, 1.f), y3(3), y4(4);
+  REQUIRE_THROWS_MATCHES(
+      linear_packed(w, x, 1, y3), ferry::QuantError,
+      Contains("linear_packed: x holds 64 and y 3 floats, expected 1 x 64 and 1 x 4"));
+  REQUIRE_THROWS_MATCHES(linear_packed(w, x, 2, y4), ferry::QuantError,
+                         Contains("expected 2 x 64 and 2 x 4"));
+  const auto w3 = quantize_dynamic(Scheme{}, Shape{2, 2, 16}, std::vector<float>(64, 1.f));
+  REQUIRE_THROWS_MATCHES(linear_packed(w3, x, 2, y4), ferry::QuantError,
+                         Contains("needs a weight [N, K]"));
+}

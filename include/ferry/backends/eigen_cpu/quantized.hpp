@@ -17,6 +17,7 @@
 #include "ferry/backends/eigen_cpu/elementwise.hpp"
 #include "ferry/backends/eigen_cpu/qtensor.hpp"
 #include "ferry/error.hpp"
+#include "ferry/quant/gemv.hpp"
 #include "ferry/quant/kernels.hpp"
 #include "ferry/quant/layout.hpp"
 #include "ferry/quant/parts.hpp"
@@ -95,7 +96,8 @@ inline std::span<const float> f32_view(const CpuTensor& x, std::vector<float>& s
 /// Quantized matmul: x [..., M, K] (f32/f64) times w, where w is [K, N] (q_matmul) or, with
 /// `transposed`, [N, K] used transposed (q_linear: linear's weight layout, a row per output).
 /// W is dequantized one tile of its rows at a time (about 256 KiB of floats) and multiplied
-/// with Eigen's GEMM, so the whole float matrix never exists at once.
+/// with Eigen's GEMM, so the whole float matrix never exists at once. q_linear with at most 8 f32
+/// rows (a decode step) runs quant::linear_packed instead where w's layout allows it.
 inline CpuTensor q_matmul(const AccountsPtr& acc, const CpuTensor& x, const CpuQTensor& w,
                           bool transposed = false) {
   const char* op = transposed ? "q_linear" : "q_matmul";
@@ -113,6 +115,12 @@ inline CpuTensor q_matmul(const AccountsPtr& acc, const CpuTensor& x, const CpuQ
   // The rows of x: from the output, since with K == 0 x has no elements to count them by (the
   // output is then all zeros, written by setZero below).
   const std::int64_t M = out.numel() / N;
+  // A decode step's few rows read the packed weight directly (no dequantized tile at all);
+  // above two passes over w, dequantized tiles and Eigen's GEMM win.
+  if (transposed && x.dtype == DType::f32 && M <= 2 * quant::kPackedPassRows &&
+      quant::linear_packed(p, {x.data<float>(), static_cast<std::size_t>(M * K)}, M,
+                           {out.data<float>(), static_cast<std::size_t>(M * N)}))
+    return out;
   const std::int64_t rows = p.shape[0], cols = p.shape[1];  // of w as stored
   const std::int64_t tile_rows =
       std::clamp<std::int64_t>((std::int64_t{1} << 16) / std::max<std::int64_t>(cols, 1), 1,
