@@ -1,7 +1,8 @@
 // Ferry benchmarks for the neural-network ops of #19, each through an async router with one
 // kernel thread per device, synced: linear with int4 weights against f32 ones at decode size,
-// conv2d against im2col + Eigen GEMM written here, and a decode step of examples/gpt_model.hpp
-// with its layers split over two devices against one device.
+// conv2d against im2col + Eigen GEMM written here, fused attention against its decomposition,
+// and a decode step of examples/gpt_model.hpp with its layers split over two devices against
+// one device.
 // SPDX-License-Identifier: Apache-2.0
 #include <Eigen/Core>
 
@@ -81,6 +82,40 @@ void conv2d_eigen(benchmark::State& st) {
 BENCHMARK(conv2d_router)->Name("conv2d_56/router")->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(conv2d_eigen)
     ->Name("conv2d_56/eigen_im2col")
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+
+// attention(q, k, v, causal) over [1, 8 heads, 256, 64] f32 (a prefill): the fused op (A)
+// against its decomposition (B: matmul, scale, causal mask, softmax, matmul), which the router
+// records for a backend without the kernel; both one thread.
+struct NoAttention : EigenCpu {
+  using EigenCpu::EigenCpu;
+  template <class... A>
+  void attention(A&&...) = delete;
+};
+template <class Be>
+void attention_prefill(benchmark::State& st) {
+  Router<Be> router(Be(1), async_mode(1));
+  const CpuDevice d{0};
+  const Shape s{1, 8, 256, 64};
+  const auto q = router.from_data(host_data(s), d), k = router.from_data(host_data(s), d),
+             v = router.from_data(host_data(s), d);
+  {
+    const auto warm = attention(q, k, v, std::nullopt, true);
+    router.sync();
+  }
+  for (auto _ : st) {
+    auto y = attention(q, k, v, std::nullopt, true);
+    router.sync();
+    benchmark::DoNotOptimize(y);
+  }
+}
+BENCHMARK(attention_prefill<EigenCpu>)
+    ->Name("attention_256/fused")
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(attention_prefill<NoAttention>)
+    ->Name("attention_256/decomposition")
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
 

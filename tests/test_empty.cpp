@@ -142,6 +142,19 @@ TEST_CASE("every op on empty dims: right shapes, and every written element right
   same<float>(log_softmax(r.zeros({2, 3, 0}, DType::f32, D0), 1), {2, 3, 0}, {});
   ran({"Softmax"});
 
+  // Attention over nothing: no queries gives no rows; no keys gives zeros (empty weights times
+  // an empty v), with and without a mask; an empty batch gives an empty batch.
+  same<float>(attention(r.zeros({0, 4}, DType::f32, D0), r.zeros({3, 4}, DType::f32, D0),
+                        r.zeros({3, 2}, DType::f32, D0)),
+              {0, 2}, {});
+  same<float>(attention(r.ones({2, 4}, DType::f32, D0), r.zeros({0, 4}, DType::f32, D0),
+                        r.zeros({0, 2}, DType::f32, D0), r.zeros({2, 0}, DType::f32, D0)),
+              {2, 2}, {0.f, 0.f, 0.f, 0.f});
+  same<float>(attention(r.ones({0, 2, 4}, DType::f32, D0), r.ones({0, 3, 4}, DType::f32, D0),
+                        r.ones({0, 3, 5}, DType::f32, D0), std::nullopt, true),
+              {0, 2, 5}, {});
+  ran({"Attention"});
+
   // Sorts of nothing: the indices of an empty dim, or of rows beside an empty dim; k = 0.
   same<std::int64_t>(argsort(e03, 0), {0, 3}, {});
   same<std::int64_t>(argsort(e03, 1, true), {0, 3}, {});

@@ -411,6 +411,104 @@ TEST_CASE("attention: softmax(q k^T scale + mask) v per head, masks, causal over
 }
 
 namespace {
+/// EigenCpu without its fused attention: ferry::attention records the decomposition.
+struct NoAttention : EigenCpu {
+  using EigenCpu::EigenCpu;
+  template <class... A>
+  void attention(A&&...) = delete;
+};
+static_assert(kernel::attention<EigenCpu> && !kernel::attention<NoAttention>);
+}  // namespace
+
+TEST_CASE("fused attention agrees with its decomposition: broadcasts, masks, blocks, edges") {
+  Router<EigenCpu> r(EigenCpu(1));
+  Router<NoAttention> f(NoAttention(1));
+  struct Case {
+    Shape q, k, v;
+    std::optional<Shape> mask;
+    bool boolean = false, causal = false;
+  };
+  const std::vector<Case> cases{
+      {{2, 3, 4, 8}, {1, 3, 6, 8}, {3, 6, 5}, std::nullopt},        // k, v broadcast over batch
+      {{3, 4, 8}, {3, 6, 8}, {3, 6, 8}, Shape{2, 1, 4, 6}},         // the mask adds a batch dim
+      {{2, 4, 8}, {2, 6, 8}, {2, 6, 8}, Shape{6}, true},            // one bool row for all
+      {{2, 4, 8}, {2, 6, 8}, {2, 6, 8}, Shape{4, 1}, false, true},  // a column, causal
+      {{1, 300, 16}, {1, 300, 16}, {1, 300, 4}, std::nullopt, false, true},  // ten blocks
+      {{1, 5, 16}, {1, 400, 16}, {1, 400, 8}, Shape{5, 400}, true, true},    // a KV cache
+      {{2, 1, 8}, {2, 9, 8}, {2, 9, 3}, std::nullopt, false, true},          // a decode step
+  };
+  unsigned seed = 80;
+  for (const auto& c : cases) {
+    INFO("q " << c.q << " k " << c.k << " v " << c.v << (c.causal ? " causal" : ""));
+    const auto qs = data(static_cast<std::size_t>(c.q.numel()), ++seed),
+               ks = data(static_cast<std::size_t>(c.k.numel()), ++seed),
+               vs = data(static_cast<std::size_t>(c.v.numel()), ++seed);
+    std::vector<double> ms;
+    if (c.mask) {
+      ms = data(static_cast<std::size_t>(c.mask->numel()), ++seed);
+      if (c.boolean)
+        for (std::size_t i = 0; i < ms.size(); ++i) ms[i] = i % 5 == 1 ? 0.0 : 1.0;
+    }
+    auto run = [&](auto& router) {
+      const auto q = router.from_vector(qs, c.q, D0), k = router.from_vector(ks, c.k, D0),
+                 v = router.from_vector(vs, c.v, D0);
+      using Tn = std::remove_cvref_t<decltype(q)>;
+      std::optional<Tn> m;
+      if (c.mask) {
+        m = router.from_vector(ms, *c.mask, D0);
+        if (c.boolean) m = ferry::cast(*m, DType::boolean);
+      }
+      const auto y = attention(q, k, v, m, c.causal);
+      return std::make_pair(y.shape(), values(y));
+    };
+    const auto [shape, y] = run(r);
+    const auto [fshape, yf] = run(f);
+    CHECK(shape == fshape);
+    check_close(y, std::vector<LD>(yf.begin(), yf.end()), 1e-12, 1e-12);
+    // f32 against the f64 decomposition, within f32's rounding.
+    auto run32 = [&](auto& router) {
+      const auto q = ferry::cast(router.from_vector(qs, c.q, D0), DType::f32);
+      const auto k = ferry::cast(router.from_vector(ks, c.k, D0), DType::f32);
+      const auto v = ferry::cast(router.from_vector(vs, c.v, D0), DType::f32);
+      using Tn = std::remove_cvref_t<decltype(q)>;
+      std::optional<Tn> m;
+      if (c.mask)
+        m = ferry::cast(router.from_vector(ms, *c.mask, D0),
+                        c.boolean ? DType::boolean : DType::f32);
+      return values(attention(q, k, v, m, c.causal));
+    };
+    check_close(run32(r), std::vector<LD>(yf.begin(), yf.end()), 2e-5, 2e-5);
+  }
+  // Edges: no keys gives zeros (the decomposition's empty weights times v), no queries an empty
+  // result; NaN in a query row makes that row NaN only.
+  {
+    auto* router = &r;
+    const auto q = router->from_vector(data(2 * 4, 1), Shape{2, 4}, D0);
+    const auto y = attention(q, router->from_vector(std::vector<double>{}, Shape{0, 4}, D0),
+                             router->from_vector(std::vector<double>{}, Shape{0, 3}, D0));
+    CHECK(y.shape() == Shape{2, 3});
+    CHECK(values(y) == std::vector<double>(6, 0.0));
+    const auto e = attention(router->from_vector(std::vector<double>{}, Shape{3, 0, 4}, D0),
+                             router->from_vector(data(3 * 5 * 4, 2), Shape{3, 5, 4}, D0),
+                             router->from_vector(data(3 * 5 * 2, 3), Shape{3, 5, 2}, D0));
+    CHECK(e.shape() == Shape{3, 0, 2});
+    auto qn = data(2 * 4, 4);
+    qn[5] = std::numeric_limits<double>::quiet_NaN();
+    const auto yn = values(attention(router->from_vector(qn, Shape{2, 4}, D0),
+                                     router->from_vector(data(3 * 4, 5), Shape{3, 4}, D0),
+                                     router->from_vector(data(3 * 2, 6), Shape{3, 2}, D0)));
+    CHECK((!std::isnan(yn[0]) && !std::isnan(yn[1]) && std::isnan(yn[2]) && std::isnan(yn[3])));
+  }
+  // Mask shapes that cannot broadcast to the scores are refused by name before anything runs.
+  const auto q = r.from_vector(data(2 * 4 * 8, 7), Shape{2, 4, 8}, D0);
+  const auto kv = r.from_vector(data(2 * 6 * 8, 8), Shape{2, 6, 8}, D0);
+  REQUIRE_THROWS_MATCHES(attention(q, kv, kv, r.from_vector(data(5, 9), Shape{5}, D0)), ShapeError,
+                         Says("attention"));
+  REQUIRE_THROWS_MATCHES(attention(q, kv, kv, r.from_vector(data(8 * 6, 9), Shape{8, 6}, D0)),
+                         ShapeError, Says("attention"));
+}
+
+namespace {
 /// conv2d by its definition: out[n][o][i][j] = bias[o] + sum over the group's channels c and
 /// the kernel (a, b) of x[n][c][i*s - p + a*d][j*s - p + b*d] w[o][c'][a][b] (zero outside).
 std::vector<LD> conv_ref(const std::vector<double>& x, const std::vector<double>& w,

@@ -225,6 +225,16 @@ struct Softmax {
   std::size_t dim = 0;
   TensorRef out;
 };
+/// Scaled dot-product attention, fused: ins = q [..., L, E], k [..., S, E], v [..., S, Ev] and,
+/// when given, an additive float mask broadcasting to [..., L, S] (ferry/ops/nn.hpp turns a bool
+/// mask into one). Recorded only for a backend with the kernel; the decomposition otherwise.
+struct Attention {
+  static constexpr const char* name = "attention";
+  std::vector<TensorRef> ins;
+  bool causal = false;
+  double scale = 1.0;
+  TensorRef out;
+};
 /// The indices that sort `in` along `dim` (i64), the first `k` of them (k == the dim's size:
 /// argsort; less: topk). Stable: equal values keep their order; NaN after every number in
 /// both directions.
@@ -393,21 +403,21 @@ struct Drop {
 };
 }  // namespace op
 
-using Op =
-    std::variant<op::FromData, op::Full, op::Arange, op::Random, op::RandomInt, op::Unary,
-                 op::Binary, op::BinaryScalar, op::Clamp, op::Where, op::Cast, op::Reduce, op::Scan,
-                 op::Softmax, op::Argsort, op::Matmul, op::Reshape, op::Permute, op::Flip,
-                 op::Expand, op::Slice, op::SliceAssign, op::Cat, op::Gather, op::IndexSelect,
-                 op::Scatter, op::GatherNd, op::ScatterNd, op::Repeat, op::Quantize,
-                 op::QuantizeDynamic, op::Dequantize, op::QFromParts, op::QReshape, op::QPermute,
-                 op::QFlip, op::QSlice, op::QMatmul, op::QLinear, op::Read, op::ToDevice, op::Drop>;
+using Op = std::variant<op::FromData, op::Full, op::Arange, op::Random, op::RandomInt, op::Unary,
+                        op::Binary, op::BinaryScalar, op::Clamp, op::Where, op::Cast, op::Reduce,
+                        op::Scan, op::Softmax, op::Attention, op::Argsort, op::Matmul, op::Reshape,
+                        op::Permute, op::Flip, op::Expand, op::Slice, op::SliceAssign, op::Cat,
+                        op::Gather, op::IndexSelect, op::Scatter, op::GatherNd, op::ScatterNd,
+                        op::Repeat, op::Quantize, op::QuantizeDynamic, op::Dequantize,
+                        op::QFromParts, op::QReshape, op::QPermute, op::QFlip, op::QSlice,
+                        op::QMatmul, op::QLinear, op::Read, op::ToDevice, op::Drop>;
 
 /// X(T) for each op type op::T of Op, in Op's order (the interpreter declares one entry point
 /// per op type with it).
 // clang-format off
 #define FERRY_OP_TYPES(X)                                                                        \
   X(FromData) X(Full) X(Arange) X(Random) X(RandomInt) X(Unary) X(Binary) X(BinaryScalar) X(Clamp) X(Where) \
-  X(Cast) X(Reduce) X(Scan) X(Softmax) X(Argsort) X(Matmul) X(Reshape) X(Permute) X(Flip) X(Expand) X(Slice)         \
+  X(Cast) X(Reduce) X(Scan) X(Softmax) X(Attention) X(Argsort) X(Matmul) X(Reshape) X(Permute) X(Flip) X(Expand) X(Slice)         \
   X(SliceAssign) X(Cat) X(Gather) X(IndexSelect) X(Scatter) X(GatherNd) X(ScatterNd) X(Repeat) X(Quantize) X(QuantizeDynamic)      \
   X(Dequantize) X(QFromParts) X(QReshape) X(QPermute) X(QFlip) X(QSlice) X(QMatmul) X(QLinear) X(Read) \
   X(ToDevice) X(Drop)

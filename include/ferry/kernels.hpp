@@ -118,6 +118,15 @@ FERRY_SCAN_KINDS(FERRY_K_SCAN)
     { b.n(std::move(h), dim) } -> std::convertible_to<k_::F<B>>; \
   };
 FERRY_SOFTMAX_KINDS(FERRY_K_SOFTMAX)
+/// Fused attention (optional; ferry::attention decomposes it otherwise): q, k, v and an
+/// additive mask of q's dtype, the causal flag and the scale.
+template <class B>
+concept attention = requires(B& b, k_::F<B> h, std::optional<k_::F<B>> m, bool causal,
+                             double scale) {
+  {
+    b.attention(std::move(h), std::move(h), std::move(h), std::move(m), causal, scale)
+    } -> std::convertible_to<k_::F<B>>;
+};
 #define FERRY_K_PSORT(H) H h, std::size_t dim, bool descending, std::size_t k
 #define FERRY_K_CSORT(n) n(std::move(h), dim, descending, k)
 FERRY_K_ANY3(argsort, FERRY_K_PSORT, FERRY_K_CSORT, FERRY_K_INT)

@@ -236,6 +236,9 @@ class EigenCpu {
   // fused softmax and log_softmax along a dim, float operands (impl/softmax.hpp)
   CpuTensor softmax(CpuTensor a, std::size_t dim) const;
   CpuTensor log_softmax(CpuTensor a, std::size_t dim) const;
+  // fused scaled dot-product attention, float operands, additive mask (impl/attention.hpp)
+  CpuTensor attention(CpuTensor q, CpuTensor k, CpuTensor v, std::optional<CpuTensor> mask,
+                      bool causal, double scale) const;
   // the first k indices of a stable sort along a dim, NaN last (impl/sort.hpp)
   CpuTensor argsort(CpuTensor a, std::size_t dim, bool descending, std::size_t k) const;
   CpuTensor matmul(CpuTensor a, CpuTensor b) const;

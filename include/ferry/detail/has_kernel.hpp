@@ -51,5 +51,7 @@ FERRY_LOGICAL_COMPOSITE_KINDS(FERRY_DETAIL_HAS_LOGICAL)
   concept has_kernel_##n = ::ferry::kernel::n<B>;
 FERRY_SOFTMAX_KINDS(FERRY_DETAIL_HAS_ALONG_DIM)
 #undef FERRY_DETAIL_HAS_ALONG_DIM
+template <class B>
+concept has_kernel_attention = ::ferry::kernel::attention<B>;
 
 }  // namespace ferry::detail

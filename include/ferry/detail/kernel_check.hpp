@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <type_traits>
 #include <utility>
@@ -216,6 +217,9 @@ const char* missing_kernel(const O& o) {
 #undef FERRY_K_CASE
     }
     return nullptr;
+  } else if constexpr (std::is_same_v<O, op::Attention>) {
+    return FERRY_NEED_KERNEL(HFr, attention, HF, HF, HF, std::optional<HFr>&&, FERRY_K_M(causal),
+                             FERRY_K_M(scale));
   } else if constexpr (std::is_same_v<O, op::Argsort>) {
     return on_plain_kind(o.in.dtype, [&]<Kind K>(std::integral_constant<Kind, K>) {
       FERRY_K_KIND_TYPES

@@ -95,6 +95,10 @@ FERRY_FUNC std::string op_string(const Op& o) {
           if (x.descending) it = fmt::format_to(it, "{}descending", sep());
           it = fmt::format_to(it, "{}k {}", sep(), x.k);
         }
+        if constexpr (requires { x.causal; }) {
+          if (x.causal) it = fmt::format_to(it, "{}causal", sep());
+          it = fmt::format_to(it, "{}scale {}", sep(), x.scale);
+        }
         if constexpr (requires { x.scheme; }) it = fmt::format_to(it, "{}{}", sep(), x.scheme);
         if constexpr (requires { x.from; })
           it = fmt::format_to(it, "{}dev {} -> dev {}", sep(), x.from, x.to);

@@ -3,6 +3,7 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
+#include <optional>
 #include <span>
 #include <type_traits>
 #include <utility>
@@ -222,6 +223,17 @@ void Interpreter<B>::run(op::Softmax& o) {
     FERRY_SOFTMAX_KINDS(FERRY_DETAIL_CASE)
 #undef FERRY_DETAIL_CASE
   }
+}
+
+template <Backend B>
+void Interpreter<B>::run(op::Attention& o) {
+  auto q = take<Kind::Float>(o.ins[0], "attention");
+  auto k = take<Kind::Float>(o.ins[1], "attention");
+  auto v = take<Kind::Float>(o.ins[2], "attention");
+  std::optional<H<Kind::Float>> m;
+  if (o.ins.size() > 3) m = take<Kind::Float>(o.ins[3], "attention");
+  put<Kind::Float>(o.out, FERRY_KERNEL(H<Kind::Float>, b_, attention, std::move(q), std::move(k),
+                                       std::move(v), std::move(m), o.causal, o.scale));
 }
 
 template <Backend B>

@@ -273,6 +273,51 @@ template <Backend B>
   return detail::nn::in_f32<B>(f, std::move(x), std::move(weight), std::move(bias));
 }
 
+namespace detail::nn {
+/// The batch dims of a matrix-shaped operand (all but its last two dims).
+inline Shape batch_dims(const Shape& s) {
+  const auto v = s.to_vector();
+  return Shape(std::vector<std::int64_t>(v.begin(), v.end() - 2));
+}
+/// attention as one op, for a backend with the kernel (operands checked by the caller): the
+/// output's shape, a bool mask made additive (0 where kept, -inf elsewhere) in q's dtype.
+template <Backend B>
+Tensor<B> fused_attention(Tensor<B> q, Tensor<B> k, Tensor<B> v, std::optional<Tensor<B>> mask,
+                          bool causal, double scale) {
+  constexpr const char* op = "attention";
+  const auto dev = common_device(op, q, k, v);
+  const std::int64_t l = q.shape()[q.rank() - 2], s = k.shape()[k.rank() - 2];
+  std::vector<std::int64_t> sd =
+      broadcast(op, batch_dims(q.shape()), batch_dims(k.shape())).to_vector();
+  sd.push_back(l);
+  sd.push_back(s);
+  Shape scores(std::move(sd));
+  if (mask) {
+    Shape with = broadcast(op, scores, mask->shape());  // may add batch dims, as in torch
+    if (with[with.rank() - 2] != l || with[with.rank() - 1] != s)
+      raise<ShapeError>("shape", "{}: mask {} does not broadcast to the scores {}", op,
+                        mask->shape(), scores);
+    scores = std::move(with);
+    if (mask->dtype() == DType::boolean) {
+      auto zeros = full_on(q, op, mask->shape(), Scalar(0.0), q.dtype());
+      mask = mask_fill(std::move(zeros), logical_not(std::move(*mask)),
+                       -std::numeric_limits<double>::infinity());
+    }
+  }
+  std::vector<std::int64_t> od =
+      broadcast(op, batch_dims(scores), batch_dims(v.shape())).to_vector();
+  od.push_back(l);
+  od.push_back(v.shape()[v.rank() - 1]);
+  op::Attention o{{TA<B>::ref(q), TA<B>::ref(k), TA<B>::ref(v)},
+                  causal,
+                  scale,
+                  out_ref(q, Shape(std::move(od)), q.dtype())};
+  if (!mask) return emit(TA<B>::core(q, op), dev, std::move(o), q, k, v);
+  o.ins.push_back(TA<B>::ref(*mask));
+  return emit(TA<B>::core(q, op), dev, std::move(o), q, k, v, *mask);
+}
+}  // namespace detail::nn
+
 /// Scaled dot-product attention, torch.nn.functional.scaled_dot_product_attention's maths:
 /// softmax(q k^T * scale + mask) v for q [..., L, E], k [..., S, E], v [..., S, Ev] (batch dims
 /// broadcast, as matmul's): [..., L, Ev]. scale defaults to 1 / sqrt(E). `mask` broadcasts to
@@ -282,6 +327,8 @@ template <Backend B>
 /// every cached key and to itself; for S == L it is torch's is_causal (which aligns to the top
 /// left, torch's CausalVariant.LOWER_RIGHT being this). A query that may attend to no key gets
 /// NaN, as torch's math kernel. f16 and bf16 run in f32 (f32 accumulation), rounded once.
+/// One fused op on a backend with the kernel (EigenCpu: no L x S tensor is made), else the
+/// decomposition matmul, scale, mask, softmax, matmul.
 template <Backend B>
 [[nodiscard]] Tensor<B> attention(Tensor<B> q, Tensor<B> k, Tensor<B> v, Opt<B> mask = std::nullopt,
                                   bool causal = false, std::optional<double> scale = std::nullopt) {
@@ -311,6 +358,9 @@ template <Backend B>
     detail::raise<ShapeError>("shape", "{}: causal with {} queries over {} keys (needs S >= L)", op,
                               l, s);
   const double sc = scale ? *scale : 1.0 / std::sqrt(static_cast<double>(e));
+  if constexpr (detail::has_kernel_attention<B>)
+    return detail::nn::fused_attention(std::move(q), std::move(k), std::move(v), std::move(mask),
+                                       causal, sc);
   const DType d = q.dtype();
   const bool half = d == DType::f16 || d == DType::bf16;
   auto up = [half](Tensor<B> t) { return half ? ferry::cast(std::move(t), DType::f32) : t; };

@@ -3,6 +3,7 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
+#include "ferry/backends/eigen_cpu/impl/attention.hpp"
 #include "ferry/backends/eigen_cpu/impl/binary.hpp"
 #include "ferry/backends/eigen_cpu/impl/bitwise.hpp"
 #include "ferry/backends/eigen_cpu/impl/cast.hpp"

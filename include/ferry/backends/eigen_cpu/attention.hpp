@@ -1,0 +1,169 @@
+// Ferry: EigenCpu's fused scaled dot-product attention.
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include <Eigen/Core>
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "ferry/backends/eigen_cpu/buffer.hpp"
+#include "ferry/backends/eigen_cpu/elementwise.hpp"
+#include "ferry/backends/eigen_cpu/softmax_rows.hpp"
+#include "ferry/detail/parallel.hpp"
+#include "ferry/dtype.hpp"
+#include "ferry/error.hpp"
+#include "ferry/shape.hpp"
+
+namespace ferry::detail::cpu {
+
+namespace attn {
+
+/// The batch dims (all but the last two) of `s`, right-aligned to `rank` dims with 1s in front.
+inline std::vector<std::int64_t> batch_of(const Shape& s, std::size_t rank) {
+  std::vector<std::int64_t> b(rank, 1);
+  const std::size_t n = s.rank() >= 2 ? s.rank() - 2 : 0;
+  for (std::size_t i = 0; i < n; ++i) b[rank - n + i] = s[i];
+  return b;
+}
+
+/// Element strides of an operand's matrices over the output's batch dims: 0 where the operand
+/// has size 1 there (broadcast), else its own stride; `mat` elements per matrix.
+inline std::vector<std::int64_t> batch_strides(const std::vector<std::int64_t>& own,
+                                               std::int64_t mat) {
+  std::vector<std::int64_t> st(own.size());
+  std::int64_t s = mat;
+  for (std::size_t i = own.size(); i-- > 0;) {
+    st[i] = own[i] == 1 ? 0 : s;
+    s *= own[i];
+  }
+  return st;
+}
+
+}  // namespace attn
+
+/// @brief softmax(q kᵀ · scale + mask, causal) v, fused, for q [..., L, E], k [..., S, E],
+/// v [..., S, Ev] and an optional additive mask broadcasting to [..., L, S]; batch dims
+/// broadcast. ferry::attention's maths (ferry/ops/nn.hpp), which checks the operands and turns a
+/// bool mask into an additive one; causal keeps key j for query i when j <= i + S - L.
+///
+/// Per batch matrix and block of query rows (at most 32 rows and ~64 Ki scores, in a task's own
+/// buffer; causal: only the keys the block's last row sees): the scores by Eigen's GEMM, the
+/// mask added, the causal tail set to -inf, each row's softmax
+/// by the softmax kernel's max and exp_sum (so its edge rows: a row with no key left, or with
+/// NaN or +inf, gives NaN), and the weights times v by a second GEMM. Nothing of size L x S is
+/// ever a tensor. f32 or f64 (the caller runs halves in f32); the output is [batch..., L, Ev].
+inline CpuTensor attention(const AccountsPtr& acc, const CpuTensor& q, const CpuTensor& k,
+                           const CpuTensor& v, const std::optional<CpuTensor>& mask, bool causal,
+                           double scale) {
+  constexpr const char* op = "attention";
+  for (const CpuTensor* t : {&q, &k, &v}) check(acc, *t, op);
+  if (mask) check(acc, *mask, op);
+  if (q.dtype != DType::f32 && q.dtype != DType::f64)
+    raise<DTypeError>("cpu.dtype", "{}: needs f32 or f64 operands, got {}", op, q.dtype);
+  if (k.dtype != q.dtype || v.dtype != q.dtype || (mask && mask->dtype != q.dtype))
+    raise<DTypeError>("cpu.dtype", "{}: q, k, v and the mask must share q's dtype {}", op, q.dtype);
+  if (q.shape.rank() < 2 || k.shape.rank() < 2 || v.shape.rank() < 2)
+    raise<ShapeError>("cpu.shape", "{}: q, k and v need rank >= 2, got {}, {} and {}", op, q.shape,
+                      k.shape, v.shape);
+  const std::int64_t L = q.shape[q.shape.rank() - 2], E = q.shape[q.shape.rank() - 1];
+  const std::int64_t S = k.shape[k.shape.rank() - 2], Ev = v.shape[v.shape.rank() - 1];
+  const Shape ms = mask ? mask->shape : Shape{};
+  const std::int64_t mL = ms.rank() >= 2 ? ms[ms.rank() - 2] : 1;
+  const std::int64_t mS = ms.rank() >= 1 ? ms[ms.rank() - 1] : 1;
+  if (k.shape[k.shape.rank() - 1] != E || v.shape[v.shape.rank() - 2] != S ||
+      (mL != 1 && mL != L) || (mS != 1 && mS != S) || (causal && S < L))
+    raise<ShapeError>("cpu.shape", "{}: q {}, k {}, v {} and mask {} do not fit{}", op, q.shape,
+                      k.shape, v.shape, ms, causal ? " (causal)" : "");
+  // The output's batch dims: every operand's, broadcast.
+  const std::size_t br = std::max({q.shape.rank(), k.shape.rank(), v.shape.rank(),
+                                   std::max<std::size_t>(ms.rank(), 2)}) -
+                         2;
+  const std::vector<std::int64_t> bq = attn::batch_of(q.shape, br),
+                                  bk = attn::batch_of(k.shape, br),
+                                  bv = attn::batch_of(v.shape, br),
+                                  bm = mask ? attn::batch_of(ms, br)
+                                            : std::vector<std::int64_t>(br, 1);
+  std::vector<std::int64_t> ob(br);
+  for (std::size_t i = 0; i < br; ++i) {
+    ob[i] = 1;
+    for (const auto* b : {&bq, &bk, &bv, &bm}) {
+      const std::int64_t d = (*b)[i];
+      if (d != 1 && ob[i] != 1 && d != ob[i])
+        raise<ShapeError>("cpu.shape",
+                          "{}: batch dims of q {}, k {}, v {} and mask {} do not broadcast", op,
+                          q.shape, k.shape, v.shape, ms);
+      if (d != 1) ob[i] = d;
+    }
+  }
+  std::vector<std::int64_t> od = ob;
+  od.push_back(L);
+  od.push_back(Ev);
+  CpuTensor out = alloc(acc, q.device, Shape(std::move(od)), q.dtype);
+  if (out.numel() == 0) return out;
+  const std::vector<std::int64_t> sq = attn::batch_strides(bq, L * E),
+                                  sk = attn::batch_strides(bk, S * E),
+                                  sv = attn::batch_strides(bv, S * Ev),
+                                  sm = attn::batch_strides(bm, mL * mS);
+  std::int64_t batches = 1;
+  for (const std::int64_t d : ob) batches *= d;
+  // Query rows per block: at most 32, and about 64 Ki scores. Causal blocks stop at their last
+  // row's last key, so a prefill computes about half of q kᵀ and of the weights times v.
+  const std::int64_t rows = std::clamp<std::int64_t>(
+      (std::int64_t{1} << 16) / std::max<std::int64_t>(S, 1), 1, std::min<std::int64_t>(L, 32));
+  const std::int64_t blocks = (L + rows - 1) / rows;
+  visit_dtype(q.dtype, [&]<class T>(T) {
+    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+      using Mat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+      using CMap = Eigen::Map<const Mat>;
+      constexpr T ninf = -std::numeric_limits<T>::infinity();
+      const T sc = static_cast<T>(scale);
+      parallel_for(0, batches * blocks, 1, [&](std::int64_t lo, std::int64_t hi) {
+        Mat p;  // scores, then weights, of one block
+        for (std::int64_t t = lo; t < hi; ++t) {
+          const std::int64_t b = t / blocks, i0 = (t % blocks) * rows, n = std::min(rows, L - i0);
+          std::int64_t oq = 0, ok = 0, ov = 0, om = 0;
+          for (std::size_t d = br, r = static_cast<std::size_t>(b); d-- > 0;) {
+            const auto c = static_cast<std::int64_t>(r % static_cast<std::size_t>(ob[d]));
+            r /= static_cast<std::size_t>(ob[d]);
+            oq += c * sq[d], ok += c * sk[d], ov += c * sv[d], om += c * sm[d];
+          }
+          const CMap Q(q.data<const T>() + oq + i0 * E, n, E), K(k.data<const T>() + ok, S, E),
+              V(v.data<const T>() + ov, S, Ev);
+          Eigen::Map<Mat> Y(out.data<T>() + (b * L + i0) * Ev, n, Ev);
+          if (S == 0) {  // no keys: the weights are an empty row, the product zeros
+            Y.setZero();
+            continue;
+          }
+          // The keys this block sees: all, or (causal) up to its last row's i + S - L.
+          const std::int64_t kn = causal ? std::min(S, i0 + n + S - L) : S;
+          p.resize(n, kn);
+          p.noalias() = (Q * K.topRows(kn).transpose()) * sc;
+          for (std::int64_t i = 0; i < n; ++i) {
+            T* row = p.data() + i * kn;
+            if (mask) {
+              const T* m = mask->data<const T>() + om + (mL == 1 ? 0 : (i0 + i) * mS);
+              if (mS == 1)
+                for (std::int64_t j = 0; j < kn; ++j) row[j] += m[0];
+              else
+                for (std::int64_t j = 0; j < kn; ++j) row[j] += m[j];
+            }
+            if (causal)  // keys after i + S - L are the future
+              std::fill(row + std::min(kn, i0 + i + S - L + 1), row + kn, ninf);
+            const T mx = math::row_max(row, kn);
+            const T s = math::exp_sum(row, mx, row, kn);
+            math::scale(row, T(1) / s, kn);
+          }
+          Y.noalias() = p * V.topRows(kn);
+        }
+      });
+    }
+  });
+  return out;
+}
+
+}  // namespace ferry::detail::cpu
