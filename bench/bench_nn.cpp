@@ -85,37 +85,44 @@ BENCHMARK(conv2d_eigen)
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
 
-// attention(q, k, v, causal) over [1, 8 heads, 256, 64] f32 (a prefill): the fused op (A)
-// against its decomposition (B: matmul, scale, causal mask, softmax, matmul), which the router
-// records for a backend without the kernel; both one thread.
+// attention(q, k, v) over [1, 8 heads, 512, 64] f32, causal (a decoder's prefill) or not: the
+// fused op (A) against its decomposition (B: matmul, scale, causal mask, softmax, matmul), which
+// the router records for a backend without the kernel; both one thread.
 struct NoAttention : EigenCpu {
   using EigenCpu::EigenCpu;
   template <class... A>
   void attention(A&&...) = delete;
 };
 template <class Be>
-void attention_prefill(benchmark::State& st) {
+void attention_512(benchmark::State& st) {
+  const bool causal = st.range(0) != 0;
   Router<Be> router(Be(1), async_mode(1));
   const CpuDevice d{0};
-  const Shape s{1, 8, 256, 64};
+  const Shape s{1, 8, 512, 64};
   const auto q = router.from_data(host_data(s), d), k = router.from_data(host_data(s), d),
              v = router.from_data(host_data(s), d);
   {
-    const auto warm = attention(q, k, v, std::nullopt, true);
+    const auto warm = attention(q, k, v, std::nullopt, causal);
     router.sync();
   }
   for (auto _ : st) {
-    auto y = attention(q, k, v, std::nullopt, true);
+    auto y = attention(q, k, v, std::nullopt, causal);
     router.sync();
     benchmark::DoNotOptimize(y);
   }
 }
-BENCHMARK(attention_prefill<EigenCpu>)
-    ->Name("attention_256/fused")
+BENCHMARK(attention_512<EigenCpu>)
+    ->Name("attention_512/fused")
+    ->ArgName("causal")
+    ->Arg(0)
+    ->Arg(1)
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
-BENCHMARK(attention_prefill<NoAttention>)
-    ->Name("attention_256/decomposition")
+BENCHMARK(attention_512<NoAttention>)
+    ->Name("attention_512/decomposition")
+    ->ArgName("causal")
+    ->Arg(0)
+    ->Arg(1)
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
 

@@ -436,6 +436,9 @@ TEST_CASE("fused attention agrees with its decomposition: broadcasts, masks, blo
       {{1, 300, 16}, {1, 300, 16}, {1, 300, 4}, std::nullopt, false, true},  // ten blocks
       {{1, 5, 16}, {1, 400, 16}, {1, 400, 8}, Shape{5, 400}, true, true},    // a KV cache
       {{2, 1, 8}, {2, 9, 8}, {2, 9, 3}, std::nullopt, false, true},          // a decode step
+      // Every edge of the f32 GEMM's tiles: rows 4 + 3 and 4 + 2, columns 16 + 16 + 8 and 8 + 5.
+      {{1, 7, 16}, {1, 40, 16}, {1, 40, 24}, std::nullopt},
+      {{3, 6, 8}, {3, 13, 8}, {3, 13, 13}, Shape{6, 13}, true},
   };
   unsigned seed = 80;
   for (const auto& c : cases) {

@@ -13,6 +13,7 @@
 
 #include "ferry/backends/eigen_cpu/buffer.hpp"
 #include "ferry/backends/eigen_cpu/elementwise.hpp"
+#include "ferry/backends/eigen_cpu/gemm_avx2.hpp"
 #include "ferry/backends/eigen_cpu/softmax_rows.hpp"
 #include "ferry/detail/parallel.hpp"
 #include "ferry/dtype.hpp"
@@ -51,12 +52,13 @@ inline std::vector<std::int64_t> batch_strides(const std::vector<std::int64_t>& 
 /// broadcast. ferry::attention's maths (ferry/ops/nn.hpp), which checks the operands and turns a
 /// bool mask into an additive one; causal keeps key j for query i when j <= i + S - L.
 ///
-/// Per batch matrix and block of query rows (at most 32 rows and ~64 Ki scores, in a task's own
-/// buffer; causal: only the keys the block's last row sees): the scores by Eigen's GEMM, the
-/// mask added, the causal tail set to -inf, each row's softmax
-/// by the softmax kernel's max and exp_sum (so its edge rows: a row with no key left, or with
-/// NaN or +inf, gives NaN), and the weights times v by a second GEMM. Nothing of size L x S is
-/// ever a tensor. f32 or f64 (the caller runs halves in f32); the output is [batch..., L, Ev].
+/// Per batch matrix and block of query rows (at most 30 rows and ~64 Ki scores, in a task's own
+/// buffer; causal: only the keys the block's last row sees): the scores by a GEMM (f32 on a CPU
+/// with AVX2 and FMA: gemm_avx2.hpp's, on the keys transposed; else Eigen's), scaled, the mask
+/// added, the causal tail set to -inf, each row's softmax by the softmax kernel's max and exp_sum
+/// (so its edge rows: a row with no key left, or with NaN or +inf, gives NaN), and the weights
+/// times v by a second GEMM. Nothing of size L x S is ever a tensor. f32 or f64 (the caller runs
+/// halves in f32); the output is [batch..., L, Ev].
 inline CpuTensor attention(const AccountsPtr& acc, const CpuTensor& q, const CpuTensor& k,
                            const CpuTensor& v, const std::optional<CpuTensor>& mask, bool causal,
                            double scale) {
@@ -111,10 +113,11 @@ inline CpuTensor attention(const AccountsPtr& acc, const CpuTensor& q, const Cpu
                                   sm = attn::batch_strides(bm, mL * mS);
   std::int64_t batches = 1;
   for (const std::int64_t d : ob) batches *= d;
-  // Query rows per block: at most 32, and about 64 Ki scores. Causal blocks stop at their last
-  // row's last key, so a prefill computes about half of q kᵀ and of the weights times v.
+  // Query rows per block: at most 30 (five of the GEMM's 6-row tiles), and about 64 Ki scores.
+  // Causal blocks stop at their last row's last key, so a prefill computes about half of q kᵀ and
+  // of the weights times v.
   const std::int64_t rows = std::clamp<std::int64_t>(
-      (std::int64_t{1} << 16) / std::max<std::int64_t>(S, 1), 1, std::min<std::int64_t>(L, 32));
+      (std::int64_t{1} << 16) / std::max<std::int64_t>(S, 1), 1, std::min<std::int64_t>(L, 30));
   const std::int64_t blocks = (L + rows - 1) / rows;
   visit_dtype(q.dtype, [&]<class T>(T) {
     if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
@@ -122,9 +125,18 @@ inline CpuTensor attention(const AccountsPtr& acc, const CpuTensor& q, const Cpu
       using CMap = Eigen::Map<const Mat>;
       constexpr T ninf = -std::numeric_limits<T>::infinity();
       const T sc = static_cast<T>(scale);
-      parallel_for(0, batches * blocks, 1, [&](std::int64_t lo, std::int64_t hi) {
-        Mat p;  // scores, then weights, of one block
-        for (std::int64_t t = lo; t < hi; ++t) {
+      bool fast = false;  // f32 on a CPU with AVX2 and FMA: the blocks' GEMMs in 256 bits
+#ifdef FERRY_GEMM_AVX2
+      if constexpr (std::is_same_v<T, float>) fast = gemm::available();
+#endif
+      // A task takes a whole batch matrix when there are enough of them to go round (its blocks
+      // share one transpose of the keys), else one block.
+      const std::int64_t per = batches >= 2 * concurrency() ? blocks : 1;
+      parallel_for(0, batches * blocks / per, 1, [&](std::int64_t lo, std::int64_t hi) {
+        Mat p;   // scores, then weights, of one block
+        Mat kt;  // (fast) the keys of batch kt_of transposed, [E, S], shared by its blocks
+        std::int64_t kt_of = -1;
+        for (std::int64_t t = lo * per; t < hi * per; ++t) {
           const std::int64_t b = t / blocks, i0 = (t % blocks) * rows, n = std::min(rows, L - i0);
           std::int64_t oq = 0, ok = 0, ov = 0, om = 0;
           for (std::size_t d = br, r = static_cast<std::size_t>(b); d-- > 0;) {
@@ -142,15 +154,29 @@ inline CpuTensor attention(const AccountsPtr& acc, const CpuTensor& q, const Cpu
           // The keys this block sees: all, or (causal) up to its last row's i + S - L.
           const std::int64_t kn = causal ? std::min(S, i0 + n + S - L) : S;
           p.resize(n, kn);
-          p.noalias() = (Q * K.topRows(kn).transpose()) * sc;
+          if (fast) {
+#ifdef FERRY_GEMM_AVX2
+            if constexpr (std::is_same_v<T, float>) {
+              if (kt_of != b) {
+                kt = K.transpose();
+                kt_of = b;
+              }
+              gemm::multiply(n, kn, E, Q.data(), E, kt.data(), S, p.data(), kn);
+            }
+#endif
+          } else {
+            p.noalias() = Q * K.topRows(kn).transpose();
+          }
           for (std::int64_t i = 0; i < n; ++i) {
             T* row = p.data() + i * kn;
-            if (mask) {
+            if (!mask) {
+              for (std::int64_t j = 0; j < kn; ++j) row[j] *= sc;
+            } else {
               const T* m = mask->data<const T>() + om + (mL == 1 ? 0 : (i0 + i) * mS);
               if (mS == 1)
-                for (std::int64_t j = 0; j < kn; ++j) row[j] += m[0];
+                for (std::int64_t j = 0; j < kn; ++j) row[j] = row[j] * sc + m[0];
               else
-                for (std::int64_t j = 0; j < kn; ++j) row[j] += m[j];
+                for (std::int64_t j = 0; j < kn; ++j) row[j] = row[j] * sc + m[j];
             }
             if (causal)  // keys after i + S - L are the future
               std::fill(row + std::min(kn, i0 + i + S - L + 1), row + kn, ninf);
@@ -158,7 +184,14 @@ inline CpuTensor attention(const AccountsPtr& acc, const CpuTensor& q, const Cpu
             const T s = math::exp_sum(row, mx, row, kn);
             math::scale(row, T(1) / s, kn);
           }
-          Y.noalias() = p * V.topRows(kn);
+          if (fast) {
+#ifdef FERRY_GEMM_AVX2
+            if constexpr (std::is_same_v<T, float>)
+              gemm::multiply(n, Ev, kn, p.data(), kn, V.data(), Ev, Y.data(), Ev);
+#endif
+          } else {
+            Y.noalias() = p * V.topRows(kn);
+          }
         }
       });
     }
