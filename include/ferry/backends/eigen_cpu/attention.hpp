@@ -54,11 +54,11 @@ inline std::vector<std::int64_t> batch_strides(const std::vector<std::int64_t>& 
 ///
 /// Per batch matrix and block of query rows (at most 30 rows and ~64 Ki scores, in a task's own
 /// buffer; causal: only the keys the block's last row sees): the scores by a GEMM (f32 on a CPU
-/// with AVX2 and FMA: gemm_avx2.hpp's, on the keys transposed; else Eigen's), scaled, the mask
-/// added, the causal tail set to -inf, each row's softmax by the softmax kernel's max and exp_sum
-/// (so its edge rows: a row with no key left, or with NaN or +inf, gives NaN), and the weights
-/// times v by a second GEMM. Nothing of size L x S is ever a tensor. f32 or f64 (the caller runs
-/// halves in f32); the output is [batch..., L, Ev].
+/// with AVX2 and FMA: gemm_avx2.hpp's, on keys and v packed once per batch matrix; else Eigen's),
+/// scaled, the mask added, the causal tail set to -inf, each row's softmax by the softmax kernel's
+/// max and exp_sum (so its edge rows: a row with no key left, or with NaN or +inf, gives NaN), and
+/// the weights times v by a second GEMM. Nothing of size L x S is ever a tensor. f32 or f64 (the
+/// caller runs halves in f32); the output is [batch..., L, Ev].
 inline CpuTensor attention(const AccountsPtr& acc, const CpuTensor& q, const CpuTensor& k,
                            const CpuTensor& v, const std::optional<CpuTensor>& mask, bool causal,
                            double scale) {
@@ -133,9 +133,11 @@ inline CpuTensor attention(const AccountsPtr& acc, const CpuTensor& q, const Cpu
       // share one transpose of the keys), else one block.
       const std::int64_t per = batches >= 2 * concurrency() ? blocks : 1;
       parallel_for(0, batches * blocks / per, 1, [&](std::int64_t lo, std::int64_t hi) {
-        Mat p;   // scores, then weights, of one block
-        Mat kt;  // (fast) the keys of batch kt_of transposed, [E, S], shared by its blocks
-        std::int64_t kt_of = -1;
+        Mat p;  // scores, then weights, of one block
+        // (fast) the keys transposed and v of batch packed_of, packed for the GEMM once and
+        // shared by the batch's blocks.
+        std::vector<float> kp, vp;
+        std::int64_t packed_of = -1;
         for (std::int64_t t = lo * per; t < hi * per; ++t) {
           const std::int64_t b = t / blocks, i0 = (t % blocks) * rows, n = std::min(rows, L - i0);
           std::int64_t oq = 0, ok = 0, ov = 0, om = 0;
@@ -157,11 +159,14 @@ inline CpuTensor attention(const AccountsPtr& acc, const CpuTensor& q, const Cpu
           if (fast) {
 #ifdef FERRY_GEMM_AVX2
             if constexpr (std::is_same_v<T, float>) {
-              if (kt_of != b) {
-                kt = K.transpose();
-                kt_of = b;
+              if (packed_of != b) {
+                kp.resize(static_cast<std::size_t>(gemm::packed_floats(E, S)));
+                vp.resize(static_cast<std::size_t>(gemm::packed_floats(S, Ev)));
+                gemm::pack(E, S, K.data(), 1, E, kp.data());
+                gemm::pack(S, Ev, V.data(), Ev, 1, vp.data());
+                packed_of = b;
               }
-              gemm::multiply(n, kn, E, Q.data(), E, kt.data(), S, p.data(), kn);
+              gemm::multiply(n, kn, E, Q.data(), E, kp.data(), E, S, K.data(), 1, E, p.data(), kn);
             }
 #endif
           } else {
@@ -187,7 +192,8 @@ inline CpuTensor attention(const AccountsPtr& acc, const CpuTensor& q, const Cpu
           if (fast) {
 #ifdef FERRY_GEMM_AVX2
             if constexpr (std::is_same_v<T, float>)
-              gemm::multiply(n, Ev, kn, p.data(), kn, V.data(), Ev, Y.data(), Ev);
+              gemm::multiply(n, Ev, kn, p.data(), kn, vp.data(), S, Ev, V.data(), Ev, 1, Y.data(),
+                             Ev);
 #endif
           } else {
             Y.noalias() = p * V.topRows(kn);
