@@ -23,6 +23,7 @@ struct NoComposite : ferry::EigenCpu {
   FERRY_ARITH_COMPOSITE_KINDS(FERRY_T_HIDE)
   FERRY_LOGICAL_COMPOSITE_KINDS(FERRY_T_HIDE)
   FERRY_SOFTMAX_KINDS(FERRY_T_HIDE)
+  FERRY_T_HIDE(attention)
   FERRY_T_HIDE(hypot_scalar)
   FERRY_T_HIDE(prelu_scalar)
 #undef FERRY_T_HIDE

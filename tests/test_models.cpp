@@ -2,7 +2,9 @@
 // with plain loops from the same checkpoint numbers (no Ferry op): the CNN of
 // examples/cnn_model.hpp, split over two devices with int8 weights packed, and the GPT-style
 // decoder of examples/gpt_model.hpp (int4 weights, rotary embedding, KV cache), every step's
-// logits and the greedy tokens.
+// logits and the greedy tokens. Both also on a backend with only the primitive kernels (no
+// fused softmax, attention, q_linear or q_matmul), which runs the decompositions and the host
+// paths instead.
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
@@ -12,6 +14,7 @@
 
 #include "../examples/cnn_model.hpp"
 #include "../examples/gpt_model.hpp"
+#include "no_composite.hpp"
 
 using namespace ferry;
 
@@ -83,23 +86,33 @@ V cnn_reference(const cnn::Weights& wt, const std::vector<float>& input) {
   }
   return logits;
 }
-}  // namespace
 
-TEST_CASE("the CNN of examples/ over two devices matches a double reference") {
-  const auto mode = GENERATE(Execution::Async, Execution::Inline);
-  const auto seed = GENERATE(1u, 7u);
+/// EigenCpu with only the primitive kernels: the composite ones hidden (NoComposite), and the
+/// fused quantized products, so that linear(x, q) takes the host path (dequantize, matmul).
+struct OnlyPrimitives : ferry_test::NoComposite {
+  using NoComposite::NoComposite;
+  template <class... A>
+  void q_linear(A&&...) = delete;
+  template <class... A>
+  void q_matmul(A&&...) = delete;
+};
+static_assert(!kernel::attention<OnlyPrimitives> && !kernel::q_linear<OnlyPrimitives> &&
+              !kernel::softmax<OnlyPrimitives>);
+
+template <class Be>
+void check_cnn(Execution mode, unsigned seed) {
   const CpuDevice cpu0{0}, cpu1{1};
-  Router<EigenCpu> r(EigenCpu(2), {.execution = mode});
+  Router<Be> r(Be(2), {.execution = mode});
   const auto w = cnn::make_weights(seed);
   const auto input = cnn::make_input(seed + 1);
-  const cnn::Model<EigenCpu> model(r, w, cpu0, cpu1);
+  const cnn::Model<Be> model(r, w, cpu0, cpu1);
   r.sync();
   const auto before = r.stats(cpu1);
   const auto x = r.from_vector(input, Shape{1, 3, cnn::kSize, cnn::kSize}, cpu0);
   const auto y = model.forward(x);
   CHECK(y.shape() == Shape{1, cnn::kClasses});
   CHECK(y.device() == cpu1);
-  const auto got = y.to_data().to_vector<float>();
+  const auto got = y.to_data().template to_vector<float>();
   const V want = cnn_reference(w, input);
   for (std::size_t i = 0; i < want.size(); ++i) {
     INFO("logit " << i << ": got " << got[i] << ", want " << want[i]);
@@ -111,6 +124,14 @@ TEST_CASE("the CNN of examples/ over two devices matches a double reference") {
   const auto after = r.stats(cpu1);
   CHECK(after.transfers_in - before.transfers_in == 1);
   CHECK(after.bytes_in - before.bytes_in == 32 * 16 * 16 * 4);
+}
+}  // namespace
+
+TEST_CASE("the CNN of examples/ over two devices matches a double reference") {
+  check_cnn<EigenCpu>(GENERATE(Execution::Async, Execution::Inline), GENERATE(1u, 7u));
+}
+TEST_CASE("the CNN of examples/ on a backend with only primitive kernels") {
+  check_cnn<OnlyPrimitives>(Execution::Async, 7u);
 }
 
 namespace {
@@ -205,19 +226,20 @@ void check_logits(const std::vector<float>& got, std::size_t offset, const V& wa
 }
 }  // namespace
 
-TEST_CASE("the GPT decoder of examples/ matches a double reference at every step") {
-  const auto mode = GENERATE(Execution::Async, Execution::Inline);
+namespace {
+template <class Be>
+void check_gpt(Execution mode) {
   const CpuDevice cpu0{0}, cpu1{1};
-  Router<EigenCpu> r(EigenCpu(2), {.execution = mode});
+  Router<Be> r(Be(2), {.execution = mode});
   const auto w = gpt::make_weights(3);
-  gpt::Model<EigenCpu> model(r, w, cpu0, cpu1);
+  gpt::Model<Be> model(r, w, cpu0, cpu1);
   GptRef ref(w);
   const std::vector<std::int64_t> prompt{5, 900, 31, 1, 640, 77};
   const auto n = static_cast<std::int64_t>(prompt.size());
   // The prompt in one step: its logits at every position.
   const auto first = model.step(prompt, 0);
   REQUIRE(first.shape() == Shape{1, n, gpt::kVocab});
-  const auto all = first.to_data().to_vector<float>();
+  const auto all = first.to_data().template to_vector<float>();
   V want;
   for (std::int64_t p = 0; p < n; ++p) {
     want = ref.step(prompt[static_cast<std::size_t>(p)], p);
@@ -230,7 +252,7 @@ TEST_CASE("the GPT decoder of examples/ matches a double reference at every step
   const auto before = r.stats(cpu1);
   for (std::int64_t p = n; p < n + 24; ++p) {
     want_tokens.push_back(tok);
-    const auto logits = model.step({tok}, p).to_data().to_vector<float>();
+    const auto logits = model.step({tok}, p).to_data().template to_vector<float>();
     got_tokens.push_back(std::max_element(logits.begin(), logits.end()) - logits.begin());
     want = ref.step(tok, p);
     check_logits(logits, 0, want, p);
@@ -244,4 +266,12 @@ TEST_CASE("the GPT decoder of examples/ matches a double reference at every step
   const auto after = r.stats(cpu1);
   CHECK(after.transfers_in - before.transfers_in == 24);
   CHECK(after.bytes_in - before.bytes_in == 24 * 1024);
+}
+}  // namespace
+
+TEST_CASE("the GPT decoder of examples/ matches a double reference at every step") {
+  check_gpt<EigenCpu>(GENERATE(Execution::Async, Execution::Inline));
+}
+TEST_CASE("the GPT decoder of examples/ on a backend with only primitive kernels") {
+  check_gpt<OnlyPrimitives>(Execution::Async);
 }
