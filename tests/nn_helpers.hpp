@@ -42,4 +42,10 @@ inline void check_close(const std::vector<double>& got, const std::vector<long d
   }
 }
 
+/// check_close with one tolerance for both: |got - want| <= tol (1 + |want|).
+inline void check_near(const std::vector<double>& got, const std::vector<long double>& want,
+                       double tol) {
+  check_close(got, want, tol, tol);
+}
+
 }  // namespace ferry_test

@@ -13,6 +13,7 @@
 #include "nn_helpers.hpp"
 
 using namespace ferry;
+using ferry_test::check_near;
 using ferry_test::data;
 using ferry_test::Says;
 using ferry_test::values;
@@ -22,11 +23,6 @@ using R = Router<EigenCpu>;
 using I = std::int64_t;
 using LD = long double;
 constexpr CpuDevice D0{0};
-
-/// Within tol (1 + |want|).
-void close(const std::vector<double>& got, const std::vector<LD>& want, double tol) {
-  ferry_test::check_close(got, want, tol, tol);
-}
 
 std::size_t at(I i) { return static_cast<std::size_t>(i); }
 
@@ -112,7 +108,7 @@ TEST_CASE("conv3d: stride padding dilation and groups as the definition") {
   const auto y = conv3d(
       x, w, b, {.stride = {2, 1, 1}, .padding = {1, 0, 1}, .dilation = {1, 2, 1}, .groups = g});
   CHECK(y.shape() == Shape{n, oc, out[0], out[1], out[2]});
-  close(values(y), want, 1e-12);
+  check_near(values(y), want, 1e-12);
   REQUIRE_THROWS_MATCHES(conv3d(x, w), ShapeError, Says("conv3d: input [2, 4, 5, 6, 4], weight"));
   REQUIRE_THROWS_MATCHES(conv3d(x, w, b, {.output_padding = {1, 0, 0}, .groups = 2}), ValueError,
                          Says("conv3d: output_padding is for transposed convolutions"));
@@ -143,7 +139,7 @@ TEST_CASE("conv_transpose2d: stride padding dilation output_padding and groups a
         x, w, b,
         {.stride = k.s, .padding = k.p, .dilation = k.d, .output_padding = k.op, .groups = g});
     CHECK(y.shape() == Shape{n, og * g, oh, ow});
-    close(values(y), want, 1e-12);
+    check_near(values(y), want, 1e-12);
   }
   // conv_transpose1d: the 2-D definition over a height of 1.
   const auto x1 =
@@ -156,14 +152,15 @@ TEST_CASE("conv_transpose2d: stride padding dilation output_padding and groups a
   const auto y1 = conv_transpose1d(x1, w1, std::nullopt,
                                    {.stride = {2}, .padding = {1}, .output_padding = {1}});
   CHECK(y1.shape() == Shape{2, 3, ow});
-  close(values(y1), want1, 1e-12);
+  check_near(values(y1), want1, 1e-12);
   // conv_transpose3d with a depth of 1 and a 1-deep kernel is conv_transpose2d.
   const auto y3 = conv_transpose3d(
       unsqueeze(x, 2), unsqueeze(w, 2), b,
       {.stride = {1, 2, 3}, .padding = {0, 1, 0}, .output_padding = {0, 1, 2}, .groups = g});
-  close(values(squeeze(y3, 2)),
-        convt2d_ref(xs, ws, bs, n, c, h, wd, og, kh, kw, {2, 3}, {1, 0}, {1, 1}, {1, 2}, g, oh, ow),
-        1e-12);
+  check_near(
+      values(squeeze(y3, 2)),
+      convt2d_ref(xs, ws, bs, n, c, h, wd, og, kh, kw, {2, 3}, {1, 0}, {1, 1}, {1, 2}, g, oh, ow),
+      1e-12);
 
   REQUIRE_THROWS_MATCHES(
       conv_transpose2d(x, w, b, {.stride = {2, 2}, .output_padding = {2, 0}, .groups = 2}),
@@ -195,7 +192,7 @@ TEST_CASE("unfold4d gives conv2d's columns: zero-padded windows channel-major") 
             }
   const auto y = unfold4d(x, {kh, kw}, {.stride = s, .padding = p});
   CHECK(y.shape() == Shape{n, c * kh * kw, oh * ow});
-  close(values(y), want, 0);
+  check_near(values(y), want, 0);
   // Integers unfold too.
   const auto yi = unfold4d(ferry::cast(x, DType::i32), {kh, kw}, {.stride = s, .padding = p});
   CHECK(yi.dtype() == DType::i32);

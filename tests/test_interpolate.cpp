@@ -13,6 +13,7 @@
 #include "nn_helpers.hpp"
 
 using namespace ferry;
+using ferry_test::check_near;
 using ferry_test::data;
 using ferry_test::Says;
 using ferry_test::values;
@@ -23,10 +24,6 @@ using I = std::int64_t;
 using LD = long double;
 constexpr CpuDevice D0{0};
 
-/// Within tol (1 + |want|).
-void close(const std::vector<double>& got, const std::vector<LD>& want, double tol) {
-  ferry_test::check_close(got, want, tol, tol);
-}
 using Mode = InterpolateMode;
 
 /// torch's area_pixel_compute_source_index; `inv` is 1 / scale_factor, or 0 for in / out.
@@ -121,20 +118,20 @@ TEST_CASE("interpolate 2-D: nearest bilinear and bicubic as torch's loops") {
                      << size[1]);
         const auto y = interpolate(x, {size[0], size[1]}, {.mode = m, .align_corners = align});
         CHECK(y.shape() == Shape{n, c, size[0], size[1]});
-        close(values(y), ref2d(xs, n * c, h, w, size[0], size[1], m, align), 1e-13);
+        check_near(values(y), ref2d(xs, n * c, h, w, size[0], size[1], m, align), 1e-13);
       }
     }
   // Scale factors: the size floor(in f), positions mapped back by 1 / f.
   for (const auto m : {Mode::nearest, Mode::linear, Mode::cubic}) {
     const auto y = interpolate(x, {}, {.mode = m, .scale_factor = {1.7, 0.6}});
     CHECK(y.shape() == Shape{n, c, 8, 4});
-    close(values(y), ref2d(xs, n * c, h, w, 8, 4, m, false, {1 / 1.7, 1 / 0.6}), 1e-13);
+    check_near(values(y), ref2d(xs, n * c, h, w, 8, 4, m, false, {1 / 1.7, 1 / 0.6}), 1e-13);
   }
   // f16 runs in f32 and rounds once.
   const auto xh = ferry::cast(x, DType::f16);
   const auto yh = interpolate(xh, {8, 9}, {.mode = Mode::linear});
   CHECK(yh.dtype() == DType::f16);
-  close(values(yh), ref2d(values(xh), n * c, h, w, 8, 9, Mode::linear, false), 1.0 / 1024);
+  check_near(values(yh), ref2d(values(xh), n * c, h, w, 8, 9, Mode::linear, false), 1.0 / 1024);
 }
 
 TEST_CASE("interpolate 1-D and 3-D are the same rules per dim and errors name the op") {
@@ -143,11 +140,11 @@ TEST_CASE("interpolate 1-D and 3-D are the same rules per dim and errors name th
   // 3-D trilinear over a depth of 1 is bilinear of each plane.
   const auto x5 = r.from_vector(xs, Shape{2, 3, 1, 4, 5}, D0);
   const auto y5 = interpolate(x5, {1, 6, 3}, {.mode = Mode::linear, .align_corners = true});
-  close(values(y5), ref2d(xs, 6, 4, 5, 6, 3, Mode::linear, true), 1e-13);
+  check_near(values(y5), ref2d(xs, 6, 4, 5, 6, 3, Mode::linear, true), 1e-13);
   // 1-D linear is bilinear over a height of 1.
   const auto x3 = r.from_vector(xs, Shape{2, 3, 20}, D0);
-  close(values(interpolate(x3, {7}, {.mode = Mode::linear})),
-        ref2d(xs, 6, 1, 20, 1, 7, Mode::linear, false), 1e-13);
+  check_near(values(interpolate(x3, {7}, {.mode = Mode::linear})),
+             ref2d(xs, 6, 1, 20, 1, 7, Mode::linear, false), 1e-13);
 
   REQUIRE_THROWS_MATCHES(interpolate(x3, {7}, {.mode = Mode::cubic}), ShapeError,
                          Says("interpolate: input [2, 3, 20] must be [N, C] and 2 spatial dims"));

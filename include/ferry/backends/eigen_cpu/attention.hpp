@@ -4,7 +4,9 @@
 
 #include <Eigen/Core>
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
+#include <iterator>
 #include <limits>
 #include <optional>
 #include <type_traits>
@@ -24,24 +26,19 @@ namespace ferry::detail::cpu {
 
 namespace attn {
 
-/// The batch dims (all but the last two) of `s`, right-aligned to `rank` dims with 1s in front.
-inline std::vector<std::int64_t> batch_of(const Shape& s, std::size_t rank) {
-  std::vector<std::int64_t> b(rank, 1);
-  const std::size_t n = s.rank() >= 2 ? s.rank() - 2 : 0;
-  for (std::size_t i = 0; i < n; ++i) b[rank - n + i] = s[i];
-  return b;
+/// The batch dims of `s`: all but its last two.
+inline Shape batch_of(const Shape& s) {
+  const auto v = s.to_vector();
+  return Shape(
+      std::vector<std::int64_t>(v.begin(), v.end() - std::min<std::ptrdiff_t>(std::ssize(v), 2)));
 }
 
-/// Element strides of an operand's matrices over the output's batch dims: 0 where the operand
-/// has size 1 there (broadcast), else its own stride; `mat` elements per matrix.
-inline std::vector<std::int64_t> batch_strides(const std::vector<std::int64_t>& own,
+/// Element offsets, per output batch dim of `ob`, of an operand's matrices of `mat` elements:
+/// broadcast_strides in matrices, 0 where the operand broadcasts.
+inline std::vector<std::int64_t> batch_strides(const Shape& own, const Shape& ob,
                                                std::int64_t mat) {
-  std::vector<std::int64_t> st(own.size());
-  std::int64_t s = mat;
-  for (std::size_t i = own.size(); i-- > 0;) {
-    st[i] = own[i] == 1 ? 0 : s;
-    s *= own[i];
-  }
+  auto st = broadcast_strides(own, ob);
+  for (auto& x : st) x *= mat;
   return st;
 }
 
@@ -82,37 +79,20 @@ inline CpuTensor attention(const AccountsPtr& acc, const CpuTensor& q, const Cpu
     raise<ShapeError>("cpu.shape", "{}: q {}, k {}, v {} and mask {} do not fit{}", op, q.shape,
                       k.shape, v.shape, ms, causal ? " (causal)" : "");
   // The output's batch dims: every operand's, broadcast.
-  const std::size_t br = std::max({q.shape.rank(), k.shape.rank(), v.shape.rank(),
-                                   std::max<std::size_t>(ms.rank(), 2)}) -
-                         2;
-  const std::vector<std::int64_t> bq = attn::batch_of(q.shape, br),
-                                  bk = attn::batch_of(k.shape, br),
-                                  bv = attn::batch_of(v.shape, br),
-                                  bm = mask ? attn::batch_of(ms, br)
-                                            : std::vector<std::int64_t>(br, 1);
-  std::vector<std::int64_t> ob(br);
-  for (std::size_t i = 0; i < br; ++i) {
-    ob[i] = 1;
-    for (const auto* b : {&bq, &bk, &bv, &bm}) {
-      const std::int64_t d = (*b)[i];
-      if (d != 1 && ob[i] != 1 && d != ob[i])
-        raise<ShapeError>("cpu.shape",
-                          "{}: batch dims of q {}, k {}, v {} and mask {} do not broadcast", op,
-                          q.shape, k.shape, v.shape, ms);
-      if (d != 1) ob[i] = d;
-    }
-  }
-  std::vector<std::int64_t> od = ob;
+  const Shape bq = attn::batch_of(q.shape), bk = attn::batch_of(k.shape),
+              bv = attn::batch_of(v.shape), bm = attn::batch_of(ms);
+  const Shape ob = broadcast_shapes(broadcast_shapes(bq, bk, op), broadcast_shapes(bv, bm, op), op);
+  const std::size_t br = ob.rank();
+  std::vector<std::int64_t> od = ob.to_vector();
   od.push_back(L);
   od.push_back(Ev);
   CpuTensor out = alloc(acc, q.device, Shape(std::move(od)), q.dtype);
   if (out.numel() == 0) return out;
-  const std::vector<std::int64_t> sq = attn::batch_strides(bq, L * E),
-                                  sk = attn::batch_strides(bk, S * E),
-                                  sv = attn::batch_strides(bv, S * Ev),
-                                  sm = attn::batch_strides(bm, mL * mS);
-  std::int64_t batches = 1;
-  for (const std::int64_t d : ob) batches *= d;
+  const std::vector<std::int64_t> sq = attn::batch_strides(bq, ob, L * E),
+                                  sk = attn::batch_strides(bk, ob, S * E),
+                                  sv = attn::batch_strides(bv, ob, S * Ev),
+                                  sm = attn::batch_strides(bm, ob, mL * mS);
+  const std::int64_t batches = ob.numel();
   // Query rows per block: at most 30 (five of the GEMM's 6-row tiles), and about 64 Ki scores.
   // Causal blocks stop at their last row's last key, so a prefill computes about half of q kᵀ and
   // of the weights times v.
