@@ -80,6 +80,52 @@ TEST_CASE("accounting counts live bytes per device and returns to zero", "[eigen
   REQUIRE(cpu.allocations(D0) == 1);
 }
 
+TEST_CASE("tiny buffers live in their own object and are counted like any other", "[eigen_cpu]") {
+  using namespace detail::cpu;
+  auto acc = std::make_shared<Accounts>(1, std::size_t{1} << 20);
+  DeviceCounters& c = (*acc)[0];
+  std::vector<CpuTensor> live;
+  for (std::int64_t n : {1, 3, 15, 16, 17, 100}) {  // 4 .. 400 bytes of f32
+    INFO("elements: " << n);
+    const auto bytes = static_cast<std::size_t>(4 * n);
+    CpuTensor t = alloc(acc, 0, Shape{n}, DType::f32);
+    REQUIRE(t.buf->size() == bytes);
+    REQUIRE(reinterpret_cast<std::uintptr_t>(t.buf->data()) % CpuBuffer::alignment == 0);
+    REQUIRE(c.bytes == static_cast<std::int64_t>(bytes));
+    std::fill_n(t.data<float>(), n, 2.5f);  // every byte is the tensor's (ASan checks)
+    REQUIRE(t.data<float>()[n - 1] == 2.5f);
+    t = {};
+    REQUIRE(c.bytes == 0);
+    // Up to CpuBuffer::inline_bytes nothing goes through the device's cache.
+    REQUIRE(c.cache.cached_bytes() ==
+            (bytes > CpuBuffer::inline_bytes ? MemoryCache::size_class(bytes) : 0));
+    c.cache.release();
+  }
+  REQUIRE(c.allocations == 6);
+  for (int i = 0; i < 50; ++i) {  // alignment holds wherever the allocator puts the object
+    live.push_back(alloc(acc, 0, Shape{1 + i % 16}, DType::f32));
+    REQUIRE(reinterpret_cast<std::uintptr_t>(live.back().buf->data()) % CpuBuffer::alignment == 0);
+  }
+  live.clear();
+  REQUIRE(c.bytes == 0);
+  SECTION("poison mode fills them too") {
+    c.cache.set_poison(true);
+    CpuTensor t = alloc(acc, 0, Shape{3}, DType::i16);
+    for (int i = 0; i < 6; ++i) REQUIRE(t.buf->data()[i] == std::byte{0xFF});
+  }
+  SECTION("the device's memory limit holds for them") {
+    c.limit = 12;
+    CpuTensor t = alloc(acc, 0, Shape{3}, DType::f32);
+    REQUIRE_THROWS_AS(alloc(acc, 0, Shape{1}, DType::f32), std::bad_alloc);
+    REQUIRE(c.bytes == 12);
+  }
+  SECTION("an empty tensor has no bytes at all") {
+    CpuTensor t = alloc(acc, 0, Shape{0, 4}, DType::f32);
+    REQUIRE(t.buf->data() == nullptr);
+    REQUIRE(t.buf->size() == 0);
+  }
+}
+
 TEST_CASE("a transfer is a real copy accounted on both devices", "[eigen_cpu]") {
   EigenCpu cpu(2);
   auto a = make(cpu, std::vector<std::int64_t>{1, 2, 3}, Shape{3});

@@ -277,29 +277,15 @@ class CpuBuffer {
  public:
   static constexpr std::size_t alignment = detail::cpu::MemoryCache::kBlockAlign;
 
+  /// Bytes a buffer may keep in its own object (see detail::cpu::SmallCpuBuffer).
+  static constexpr std::size_t inline_bytes = 64;
+
   CpuBuffer(detail::cpu::AccountsPtr accounts, int device, std::size_t bytes)
-      : accounts_(std::move(accounts)), device_(device), size_(bytes) {
-    accounts_->check(device_, "alloc");
-    auto& c = (*accounts_)[device_];
-    // Reserve the bytes against the device's limit first (size_ < 2^63: byte_size checked it),
-    // and give them back if the limit or the allocator says no.
-    const auto n = static_cast<std::int64_t>(size_);
-    const std::int64_t before = c.bytes.fetch_add(n, std::memory_order_relaxed);
-    if (n > 0 && n > c.limit.load(std::memory_order_relaxed) - before) {
-      c.bytes.fetch_sub(n, std::memory_order_relaxed);
-      throw std::bad_alloc();
-    }
-    try {
-      if (size_ > 0) data_ = c.cache.take_block(detail::cpu::MemoryCache::size_class(size_));
-    } catch (...) {
-      c.bytes.fetch_sub(n, std::memory_order_relaxed);
-      throw;
-    }
-    c.allocations.fetch_add(1, std::memory_order_relaxed);
-  }
+      : CpuBuffer(std::move(accounts), device, bytes, nullptr) {}
   ~CpuBuffer() {
     auto& c = (*accounts_)[device_];
-    if (data_ != nullptr) c.cache.give_block(data_, detail::cpu::MemoryCache::size_class(size_));
+    if (!inline_ && data_ != nullptr)
+      c.cache.give_block(data_, detail::cpu::MemoryCache::size_class(size_));
     c.bytes.fetch_sub(static_cast<std::int64_t>(size_), std::memory_order_relaxed);
   }
   CpuBuffer(const CpuBuffer&) = delete;
@@ -310,12 +296,65 @@ class CpuBuffer {
   [[nodiscard]] std::size_t size() const noexcept { return size_; }
   [[nodiscard]] int device() const noexcept { return device_; }
 
+ protected:
+  /// With `storage` (inline_bytes, kBlockAlign-aligned, owned by a derived object) the buffer
+  /// uses it instead of a block from the device's cache; accounting is the same either way.
+  CpuBuffer(detail::cpu::AccountsPtr accounts, int device, std::size_t bytes, std::byte* storage)
+      : accounts_(std::move(accounts)), device_(device), size_(bytes), inline_(storage != nullptr) {
+    accounts_->check(device_, "alloc");
+    auto& c = (*accounts_)[device_];
+    // Reserve the bytes against the device's limit first (size_ < 2^63: byte_size checked it),
+    // and give them back if the limit or the allocator says no.
+    const auto n = static_cast<std::int64_t>(size_);
+    const std::int64_t before = c.bytes.fetch_add(n, std::memory_order_relaxed);
+    if (n > 0 && n > c.limit.load(std::memory_order_relaxed) - before) {
+      c.bytes.fetch_sub(n, std::memory_order_relaxed);
+      throw std::bad_alloc();
+    }
+    if (inline_) {
+      data_ = storage;
+      if (c.cache.poison()) std::memset(data_, detail::cpu::MemoryCache::kPoison, size_);
+    } else {
+      try {
+        if (size_ > 0) data_ = c.cache.take_block(detail::cpu::MemoryCache::size_class(size_));
+      } catch (...) {
+        c.bytes.fetch_sub(n, std::memory_order_relaxed);
+        throw;
+      }
+    }
+    c.allocations.fetch_add(1, std::memory_order_relaxed);
+  }
+
  private:
   detail::cpu::AccountsPtr accounts_;
   int device_;
   std::size_t size_;
   std::byte* data_ = nullptr;
+  bool inline_ = false;
 };
+
+namespace detail::cpu {
+/// The bytes of a SmallCpuBuffer: a base class, so they exist before CpuBuffer is built. Room
+/// for inline_bytes at a kBlockAlign boundary without asking the allocator for that alignment
+/// (glibc's memalign costs more than the rest of a tiny op).
+struct InlineBytes {
+  static constexpr std::size_t kAlign = alignof(std::max_align_t);
+  alignas(kAlign) std::byte storage[CpuBuffer::inline_bytes + MemoryCache::kBlockAlign - kAlign];
+  [[nodiscard]] std::byte* aligned() noexcept {
+    const auto p = reinterpret_cast<std::uintptr_t>(storage);
+    const auto a = (p + MemoryCache::kBlockAlign - 1) & ~(MemoryCache::kBlockAlign - 1);
+    return storage + (a - p);
+  }
+};
+/// A buffer of at most CpuBuffer::inline_bytes whose bytes live in the object itself, so
+/// `make_shared` allocates data and control block at once and the device's cache (a lock and
+/// a hash lookup) is not asked: a tiny tensor's cost is bookkeeping, not arithmetic.
+class SmallCpuBuffer final : private InlineBytes, public CpuBuffer {
+ public:
+  SmallCpuBuffer(AccountsPtr accounts, int device, std::size_t bytes)
+      : CpuBuffer(std::move(accounts), device, bytes, InlineBytes::aligned()) {}
+};
+}  // namespace detail::cpu
 
 /// @brief EigenCpu's handle for every plain kind (Float, Int, Bool): a contiguous row-major
 /// tensor of `dtype` (bool stored as one byte, 0 or 1) in `buf`, living on device `device`.
@@ -343,8 +382,12 @@ namespace detail::cpu {
 /// A new, uninitialised tensor of `shape` and `dtype` on `device`.
 inline CpuTensor alloc(const AccountsPtr& acc, int device, Shape shape, DType dtype) {
   const auto bytes = byte_size(shape, dtype);
-  return CpuTensor{std::make_shared<CpuBuffer>(acc, device, bytes), std::move(shape), dtype,
-                   device};
+  std::shared_ptr<CpuBuffer> buf;
+  if (bytes > 0 && bytes <= CpuBuffer::inline_bytes)
+    buf = std::make_shared<SmallCpuBuffer>(acc, device, bytes);
+  else
+    buf = std::make_shared<CpuBuffer>(acc, device, bytes);
+  return CpuTensor{std::move(buf), std::move(shape), dtype, device};
 }
 
 /// True when the kernel holds `in` alone and its buffer has exactly the bytes of the output.

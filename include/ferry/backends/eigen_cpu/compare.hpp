@@ -94,7 +94,7 @@ CpuTensor compare(const AccountsPtr& acc, CpuTensor a, CpuTensor b) {
   check(acc, b, name);
   check_same(a, b, name);
   check_compare_dtype<op>(a.dtype);
-  Shape shape = broadcast_shapes(a.shape, b.shape, name);
+  Shape shape = a.shape == b.shape ? a.shape : broadcast_shapes(a.shape, b.shape, name);
   const std::int64_t n = shape.numel();
   CpuTensor out = reusable(a, n, DType::boolean) ? CpuTensor{a.buf, shape, DType::boolean, a.device}
                   : reusable(b, n, DType::boolean)
@@ -102,13 +102,19 @@ CpuTensor compare(const AccountsPtr& acc, CpuTensor a, CpuTensor b) {
                       : alloc(acc, a.device, shape, DType::boolean);
   visit_dtype(a.dtype, [&]<class T>(T) {
     if constexpr (compare_valid_v<op, T>) {
+      auto* po = out.data<std::uint8_t>();
+      const T* pa = a.data<const T>();
+      const T* pb = b.data<const T>();
+      if (a.shape == b.shape) {  // one flat loop, as binary's
+        parallel_for(0, n, kGrain, [&](std::int64_t lo, std::int64_t hi) {
+          compare_run<op, T>(po + lo, pa + lo, true, pb + lo, true, hi - lo);
+        });
+        return;
+      }
       const auto so = shape.strides();
       const auto sa = broadcast_strides(a.shape, shape);
       const auto sb = broadcast_strides(b.shape, shape);
       const auto l = make_loop<3>(shape.dims(), {so, sa, sb});
-      auto* po = out.data<std::uint8_t>();
-      const T* pa = a.data<const T>();
-      const T* pb = b.data<const T>();
       const bool va = l.inner_stride(1) != 0, vb = l.inner_stride(2) != 0;
       run_loop(l, kGrain, [&](const std::array<std::int64_t, 3>& off, std::int64_t len) {
         compare_run<op, T>(po + off[0], pa + off[1], va, pb + off[2], vb, len);

@@ -338,7 +338,7 @@ CpuTensor binary(const AccountsPtr& acc, CpuTensor a, CpuTensor b) {
   check(acc, b, name);
   check_same(a, b, name);
   check_binary_dtype<op>(a.dtype);
-  Shape shape = broadcast_shapes(a.shape, b.shape, name);
+  Shape shape = a.shape == b.shape ? a.shape : broadcast_shapes(a.shape, b.shape, name);
   const std::int64_t n = shape.numel();
   CpuTensor out = reusable(a, n, a.dtype)   ? CpuTensor{a.buf, shape, a.dtype, a.device}
                   : reusable(b, n, b.dtype) ? CpuTensor{b.buf, shape, b.dtype, b.device}
@@ -346,13 +346,21 @@ CpuTensor binary(const AccountsPtr& acc, CpuTensor a, CpuTensor b) {
   visit_dtype(a.dtype, [&]<class T>(T) {
     if constexpr (binary_valid_v<op, T>) {
       if (n > 0) check_domain<op, T>(b.data<const T>(), b.numel());
+      T* po = out.data<T>();
+      const T* pa = a.data<const T>();
+      const T* pb = b.data<const T>();
+      if (a.shape == b.shape) {
+        // Operands of one shape (the common case, and every tiny op): one flat loop, without
+        // the strides and loop descriptor (heap vectors) that broadcasting needs.
+        parallel_for(0, n, kGrain, [&](std::int64_t lo, std::int64_t hi) {
+          binary_run<op, T>(po + lo, pa + lo, true, pb + lo, true, hi - lo);
+        });
+        return;
+      }
       const auto so = shape.strides();
       const auto sa = broadcast_strides(a.shape, shape);
       const auto sb = broadcast_strides(b.shape, shape);
       const auto l = make_loop<3>(shape.dims(), {so, sa, sb});
-      T* po = out.data<T>();
-      const T* pa = a.data<const T>();
-      const T* pb = b.data<const T>();
       const bool va = l.inner_stride(1) != 0, vb = l.inner_stride(2) != 0;
       run_loop(l, kGrain, [&](const std::array<std::int64_t, 3>& off, std::int64_t len) {
         binary_run<op, T>(po + off[0], pa + off[1], va, pb + off[2], vb, len);
