@@ -340,6 +340,45 @@ std::vector<Row> rows() {
        Ratio::a_over_b,
        false,
        0.8},
+#ifdef FERRY_BENCH_PEERS
+      // Peers (bench_peers.cpp, issue #22): Ferry against libtorch, in this process.
+      {"peer: tiny add, inline (1 thread)",
+       {"Ferry router (Inline)", "dispatch/router_inline", M::time_per_item},
+       {"libtorch at::add", "peer/torch/tiny_add", M::time_per_item},
+       Ratio::b_over_a,
+       false,
+       5.0,
+       "x"},
+      {"peer: tiny add, stream of 1000 (1 thread)",
+       {"Ferry router (Async) + sync, per add", "dispatch/router_async_stream/1000",
+        M::time_per_item},
+       {"libtorch at::add, per add", "peer/torch/tiny_add_stream/1000", M::time_per_item},
+       Ratio::b_over_a,
+       false,
+       3.0,
+       "x"},
+      {"peer: quantize u8 per tensor, given scale/zero point, 64Mi",
+       {"Ferry quantize, f32 read", "peer/ferry/quantize_u8_given/64Mi", M::bytes_rate},
+       {"at::quantize_per_tensor", "peer/torch/quantize_u8_given/64Mi", M::bytes_rate},
+       Ratio::a_over_b,
+       false,
+       4.0,
+       "x"},
+      {"peer: dequantize u8 per tensor, 64Mi",
+       {"Ferry dequantize, f32 written", "peer/ferry/dequantize_u8/64Mi", M::bytes_rate},
+       {"libtorch q.dequantize()", "peer/torch/dequantize_u8/64Mi", M::bytes_rate},
+       Ratio::a_over_b,
+       false,
+       4.0,
+       "x"},
+      {"peer: quantized move, u8 4096^2",
+       {"Ferry q.to(device), bytes", "peer/ferry/q_move_u8/4096^2", M::bytes_rate},
+       {"libtorch quantized clone()", "peer/torch/q_clone_u8/4096^2", M::bytes_rate},
+       Ratio::a_over_b,
+       false,
+       1.5,
+       "x"},
+#endif
   };
 }
 
@@ -452,6 +491,11 @@ int main(int argc, char** argv) {
   for (std::size_t i = 1; i < cells.size(); ++i) fmt::print("{}\n", line(cells[i]));
   fmt::print("{}\n{} of {} rows meet their aim\n", rule,
              outs.size() - static_cast<std::size_t>(misses), outs.size());
+#ifndef FERRY_BENCH_PEERS
+  fmt::print(
+      "peer rows (libtorch) not built: Debian's libtorch-dev was not found when this was "
+      "configured; FERRY_BENCH_PEERS=1 scripts/bench installs it\n");
+#endif
 
   // ---- diagnostics: CPU the whole process used per item, and cores busy (CPU / wall). On a
   // shared machine wall time also counts waiting for a core; these two show how much. -------
