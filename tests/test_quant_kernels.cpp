@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <numeric>
 #include <random>
 #include <span>
 #include <string>
@@ -617,4 +618,170 @@ TEST_CASE("linear_packed declines what it does not cover and leaves y untouched"
   const auto w3 = quantize_dynamic(Scheme{}, Shape{2, 2, 16}, std::vector<float>(64, 1.f));
   REQUIRE_THROWS_MATCHES(linear_packed(w3, x, 2, y4), ferry::QuantError,
                          Contains("needs a weight [N, K]"));
+}
+
+namespace {
+/// The value of a float code by the OCP formulas, written out per type (independent of
+/// minifloat.hpp): (-1)^s * 2^(e - bias) * (1 + m / 2^M), or 2^(1 - bias) * m / 2^M for e = 0.
+double ocp_value(ValueType v, std::uint32_t c) {
+  const int E = v == ValueType::e5m2 ? 5 : v == ValueType::e4m3 ? 4 : 2;
+  const int M = v == ValueType::e5m2 ? 2 : v == ValueType::e4m3 ? 3 : 1;
+  const int bias = v == ValueType::e5m2 ? 15 : v == ValueType::e4m3 ? 7 : 1;
+  const double sign = (c >> (E + M)) & 1u ? -1.0 : 1.0;
+  const int e = static_cast<int>((c >> M) & ((1u << E) - 1u));
+  const double m = static_cast<double>(c & ((1u << M) - 1u)) / std::pow(2.0, M);
+  if (v == ValueType::e5m2 && e == 31) return m == 0 ? sign * INFINITY : NAN;
+  if (v == ValueType::e4m3 && e == 15 && m == 7.0 / 8.0) return NAN;
+  if (e == 0) return sign * std::pow(2.0, 1 - bias) * m;
+  return sign * std::pow(2.0, e - bias) * (1.0 + m);
+}
+std::uint32_t codes_of(ValueType v) { return v == ValueType::e2m1 ? 16u : 256u; }
+}  // namespace
+
+TEST_CASE("float value types: every code's value is the OCP formula's", "[quant][minifloat]") {
+  for (auto v : {ValueType::e4m3, ValueType::e5m2, ValueType::e2m1}) {
+    CAPTURE(fmt::format("{}", v));
+    const float* table = minifloat_table(v);
+    const MinifloatFormat f = minifloat_format(v);
+    for (std::uint32_t c = 0; c < codes_of(v); ++c) {
+      CAPTURE(c);
+      const double want = ocp_value(v, c);
+      if (std::isnan(want)) {
+        REQUIRE(std::isnan(table[c]));
+      } else {
+        REQUIRE(static_cast<double>(table[c]) == want);
+        REQUIRE(std::signbit(table[c]) == ((c >> (f.E + f.M)) & 1u));
+      }
+      REQUIRE((minifloat_decode(f, c) == table[c] || std::isnan(table[c])));
+    }
+    REQUIRE(table[f.max_code] == max_value(v));
+  }
+  // By hand, from the specifications' tables.
+  const float* e4m3 = minifloat_table(ValueType::e4m3);
+  REQUIRE(e4m3[0x38] == 1.0f);
+  REQUIRE(e4m3[0x01] == 0x1p-9f);  // smallest subnormal
+  REQUIRE(e4m3[0x08] == 0x1p-6f);  // smallest normal
+  REQUIRE(e4m3[0x7E] == 448.0f);
+  REQUIRE(e4m3[0xFE] == -448.0f);
+  REQUIRE(std::isnan(e4m3[0x7F]));
+  REQUIRE(e4m3[0x78] == 256.0f);  // S.1111.000 is a number in E4M3
+  const float* e5m2 = minifloat_table(ValueType::e5m2);
+  REQUIRE(e5m2[0x3C] == 1.0f);
+  REQUIRE(e5m2[0x01] == 0x1p-16f);
+  REQUIRE(e5m2[0x7B] == 57344.0f);
+  REQUIRE(e5m2[0x7C] == kInf);
+  REQUIRE(e5m2[0xFC] == -kInf);
+  REQUIRE(std::isnan(e5m2[0x7D]));
+  const float* e2m1 = minifloat_table(ValueType::e2m1);
+  REQUIRE(std::vector<float>(e2m1, e2m1 + 16) == std::vector<float>{0, 0.5f, 1, 1.5f, 2, 3, 4, 6,
+                                                                    -0.0f, -0.5f, -1, -1.5f, -2, -3,
+                                                                    -4, -6});
+}
+
+TEST_CASE("float value types round to nearest even and saturate", "[quant][minifloat]") {
+  for (auto v : {ValueType::e4m3, ValueType::e5m2, ValueType::e2m1}) {
+    CAPTURE(fmt::format("{}", v));
+    const MinifloatFormat f = minifloat_format(v);
+    const std::uint32_t sign = 1u << (f.E + f.M);
+    // The finite non-negative codes in increasing order of value (0 .. max_code).
+    for (std::uint32_t c = 0; c <= f.max_code; ++c) {
+      CAPTURE(c);
+      const auto x = static_cast<float>(ocp_value(v, c));
+      REQUIRE(minifloat_encode(f, x) == c);
+      REQUIRE(minifloat_encode(f, -x) == (c | sign));
+      if (c == f.max_code) break;
+      const auto y = static_cast<float>(ocp_value(v, c + 1));
+      const float mid = std::midpoint(x, y);  // exact: both have few bits
+      const std::uint32_t even = (c % 2 == 0) ? c : c + 1;
+      REQUIRE(minifloat_encode(f, mid) == even);
+      REQUIRE(minifloat_encode(f, -mid) == (even | sign));
+      REQUIRE(minifloat_encode(f, std::nextafter(mid, y)) == c + 1);
+      REQUIRE(minifloat_encode(f, std::nextafter(mid, x)) == c);
+    }
+    // Saturating: past the largest, and infinities (e5m2 has them but saturates too).
+    const float top = max_value(v);
+    REQUIRE(minifloat_encode(f, std::nextafter(top, kInf)) == f.max_code);
+    REQUIRE(minifloat_encode(f, top * 4) == f.max_code);
+    REQUIRE(minifloat_encode(f, kInf) == f.max_code);
+    REQUIRE(minifloat_encode(f, -kInf) == (f.max_code | sign));
+    REQUIRE(minifloat_encode(f, std::numeric_limits<float>::max()) == f.max_code);
+    // Tiny values round to zero of their sign; the smallest subnormal's half is a tie to 0.
+    const auto tiny = static_cast<float>(ocp_value(v, 1));
+    REQUIRE(minifloat_encode(f, tiny / 2) == 0u);
+    REQUIRE(minifloat_encode(f, -tiny / 2) == sign);
+    REQUIRE(minifloat_encode(f, std::numeric_limits<float>::denorm_min()) == 0u);
+  }
+  REQUIRE(minifloat_encode(minifloat_format(ValueType::e4m3), kNaN) == 0x7Fu);
+  REQUIRE(minifloat_encode(minifloat_format(ValueType::e5m2), kNaN) == 0x7Fu);
+  REQUIRE(minifloat_encode(minifloat_format(ValueType::e2m1), kNaN) == 0u);  // no NaN in FP4
+  REQUIRE_THROWS_MATCHES(minifloat_format(ValueType::i8), ferry::QuantError,
+                         Contains("int8 is not a float value type"));
+}
+
+TEST_CASE("quantize with float values: scales from max|x|, codes by nearest even",
+          "[quant][minifloat]") {
+  SECTION("e2m1 packed two per byte, with a given scale") {
+    const auto s = Scheme::of(ValueType::e2m1).packed_u8();
+    const std::vector<float> x{0.5f, -6, 1.5f, 3, 7, -0.25f, 0.75f, kNaN};
+    const auto q = quantize(s, Shape{8}, x, std::vector<float>{1.0f}, {});
+    // Codes 1, 15, 3, 5, 7 (7 saturates to 6), 8 (-0.25: a tie, to -0), 2 (0.75: a tie, to 1),
+    // 0 (NaN); the first of two values in the low nibble.
+    REQUIRE(values(q) == std::vector<std::int32_t>{1, 15, 3, 5, 7, 8, 2, 0});
+    REQUIRE(q.data == std::vector<std::byte>{std::byte{0xF1}, std::byte{0x53}, std::byte{0x87},
+                                             std::byte{0x02}});
+    std::vector<float> back(8);
+    dequantize(q, back);
+    REQUIRE(back[1] == -6.0f);
+    REQUIRE(back[4] == 6.0f);
+    REQUIRE(std::signbit(back[5]));
+    REQUIRE(back[6] == 1.0f);
+  }
+  SECTION("quantize_dynamic, per block, against a brute-force nearest value") {
+    const auto v = GENERATE(ValueType::e4m3, ValueType::e5m2, ValueType::e2m1);
+    CAPTURE(fmt::format("{}", v));
+    Scheme s = Scheme::of(v).per_block({32});
+    if (v == ValueType::e2m1) s = s.packed_u8();
+    const Shape shape{3, 80};  // blocks of 32, 32, 16 per row
+    std::mt19937 gen(7);
+    std::normal_distribution<float> nd(0.0f, 3.0f);
+    std::vector<float> x(240);
+    for (auto& e : x) e = nd(gen);
+    x[5] = 0.0f;
+    x[100] = -x[100] * 50;  // one large value in a block
+    const auto q = quantize_dynamic(s, shape, x);
+    const auto codes = values(q);
+    std::vector<float> deq(240);
+    dequantize(q, deq);
+    for (std::int64_t i = 0; i < 240; ++i) {
+      CAPTURE(i);
+      const std::int64_t row = i / 80, col = i % 80, blk = col / 32;
+      float amax = 0;
+      for (std::int64_t j = blk * 32; j < std::min<std::int64_t>(80, blk * 32 + 32); ++j)
+        amax = std::max(amax, std::fabs(x[static_cast<std::size_t>(row * 80 + j)]));
+      const float scale = amax / max_value(v);
+      const float got_scale = q.scale(row * 3 + blk);
+      REQUIRE(got_scale == scale);
+      // Brute force: the code whose value is nearest to x / scale; on a tie the even code.
+      const double t = static_cast<double>(x[static_cast<std::size_t>(i)] / scale);
+      std::uint32_t best = 0;
+      double best_d = INFINITY;
+      for (std::uint32_t c = 0; c < codes_of(v); ++c) {
+        const double val = ocp_value(v, c);
+        if (!std::isfinite(val)) continue;
+        const double d = std::fabs(val - t);
+        if (d < best_d || (d == best_d && (c % 2 == 0) && std::signbit(val) == std::signbit(t))) {
+          best = c;
+          best_d = d;
+        }
+      }
+      REQUIRE(static_cast<std::uint32_t>(codes[static_cast<std::size_t>(i)]) == best);
+      REQUIRE(deq[static_cast<std::size_t>(i)] == static_cast<float>(ocp_value(v, best)) * scale);
+    }
+  }
+  SECTION("float values are symmetric only") {
+    REQUIRE_THROWS_MATCHES(Scheme::of(ValueType::e4m3).affine().validate(), ferry::QuantError,
+                           Contains("fp8_e4m3 values are symmetric only"));
+    REQUIRE(fmt::format("{}", Scheme::of(ValueType::e5m2).per_block({32}).scales(ScaleType::f16)) ==
+            "fp8_e5m2 symmetric per_block[32] native scale=f16");
+  }
 }

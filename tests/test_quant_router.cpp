@@ -22,13 +22,14 @@ constexpr CpuDevice d0{0}, d1{1};
 /// (per_block includes a partial last block: 40 = 32 + 8, and a 2-D block).
 std::vector<Scheme> all_schemes() {
   std::vector<Scheme> out;
-  for (auto v :
-       {ValueType::i8, ValueType::u8, ValueType::i4, ValueType::u4, ValueType::i2, ValueType::u2})
+  for (auto v : {ValueType::i8, ValueType::u8, ValueType::i4, ValueType::u4, ValueType::i2,
+                 ValueType::u2, ValueType::e4m3, ValueType::e5m2, ValueType::e2m1})
     for (auto m : {Mode::symmetric, Mode::affine})
       for (int g = 0; g < 4; ++g)
         for (auto st : {Storage::native, Storage::packed_u8, Storage::packed_u32})
           for (auto sc : {ScaleType::f32, ScaleType::f16, ScaleType::bf16}) {
             if (st == Storage::packed_u8 && bits(v) == 8) continue;  // not a valid scheme
+            if (is_float(v) && m == Mode::affine) continue;          // nor this
             Scheme s = Scheme::of(v);
             s = m == Mode::affine ? s.affine() : s.symmetric();
             s = g == 0   ? s.per_tensor()
@@ -49,7 +50,9 @@ TEST_CASE("every scheme moves device 0 -> 1 -> 0 bit-exact and dequantizes ident
   Router<EigenCpu> r(EigenCpu(2), {.execution = mode});
   auto x = r.random_normal({4, 6, 40}, 5, d0, 0.0, 2.0);
   const auto schemes = all_schemes();
-  REQUIRE(schemes.size() == 6 * 2 * 4 * 3 * 3 - 2 * 2 * 4 * 3);
+  // Integers: 6 types x 2 modes x 4 granularities x 3 storages x 3 scale types, less packed_u8
+  // of the 8-bit ones; floats: symmetric only, e4m3 and e5m2 without packed_u8.
+  REQUIRE(schemes.size() == 6 * 2 * 4 * 3 * 3 - 2 * 2 * 4 * 3 + (2 * 2 + 3) * 4 * 3);
   for (const auto& s : schemes) {
     CAPTURE(fmt::format("{}", s));
     auto q = ferry::quantize_dynamic(x, s);
@@ -132,7 +135,9 @@ TEST_CASE("matmul with quantized weights equals dequantize-then-matmul") {
   const auto s =
       GENERATE(Scheme::of(ValueType::i4).per_block({32}).packed_u8().scales(ScaleType::f16),
                Scheme::of(ValueType::u8).affine().per_axis(1),
-               Scheme::of(ValueType::i2).affine().per_block({4, 8}).packed_u32());
+               Scheme::of(ValueType::i2).affine().per_block({4, 8}).packed_u32(),
+               Scheme::of(ValueType::e4m3).per_block({32}),
+               Scheme::of(ValueType::e2m1).per_block({32}).packed_u8().scales(ScaleType::bf16));
   auto x = r.random_normal({3, 5, 96}, 1, d0);
   auto w = ferry::quantize_dynamic(r.random_normal({96, 70}, 2, d0), s);
   auto fused = ferry::matmul(x, w).to_data().to_vector<float>();
@@ -146,6 +151,14 @@ TEST_CASE("matmul with quantized weights equals dequantize-then-matmul") {
     REQUIRE(y64.dtype() == DType::f64);
     auto v = y64.to_data().to_vector<double>();
     for (std::size_t i = 0; i < v.size(); ++i) REQUIRE(v[i] == Approx(reference[i]).margin(1e-4));
+  }
+  SECTION("linear at one row (q_linear): the weight as [N, K]") {
+    auto wt = ferry::quantize_dynamic(r.random_normal({70, 96}, 3, d0), s);
+    auto x1 = r.random_normal({1, 96}, 4, d0);
+    auto got = ferry::linear(x1, wt).to_data().to_vector<float>();
+    auto want = ferry::linear(x1, ferry::dequantize(wt)).to_data().to_vector<float>();
+    REQUIRE(got.size() == 70);
+    for (std::size_t i = 0; i < got.size(); ++i) REQUIRE(got[i] == Approx(want[i]).margin(1e-4));
   }
 }
 

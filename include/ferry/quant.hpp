@@ -6,6 +6,7 @@
 #include "ferry/quant/gemv.hpp"
 #include "ferry/quant/kernels.hpp"
 #include "ferry/quant/layout.hpp"
+#include "ferry/quant/minifloat.hpp"
 #include "ferry/quant/pack.hpp"
 #include "ferry/quant/parts.hpp"
 #include "ferry/quant/scheme.hpp"

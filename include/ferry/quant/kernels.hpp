@@ -22,6 +22,10 @@
 //     symmetric signed  scale = max|x| / qmax
 //     symmetric unsigned scale = max(x, 0) / qmax        (negative inputs saturate to 0)
 //     affine            scale = (hi - lo) / (qmax - qmin), offset = saturate(rne(qmin - lo / s))
+//     float values      scale = max|x| / max_value (448 e4m3, 57344 e5m2, 6 e2m1)
+// - Float values (e4m3, e5m2, e2m1; minifloat.hpp): code = encode(x / scale), rounded to
+//   nearest even and saturating (+-inf and values past the largest become +-largest); NaN
+//   becomes the type's NaN code (e2m1 has none: 0). x = value(code) * scale.
 //   all in f32, s being the stored scale. A zero range (all zeros, or all-negative input for
 //   symmetric unsigned) uses scale 1. A nonzero range whose scale rounds to 0 in the scale type
 //   uses the type's smallest normal; a range with no finite scale (inf input, or a scale beyond

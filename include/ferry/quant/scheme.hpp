@@ -21,9 +21,12 @@
 
 namespace ferry::quant {
 
-/// Integer type of the quantized values. Sub-byte types are two's complement (signed) or
-/// plain binary (unsigned) in a 4- or 2-bit field.
-enum class ValueType : std::uint8_t { i8, u8, i4, u4, i2, u2 };
+/// Type of the quantized values. Integers: sub-byte types are two's complement (signed) or
+/// plain binary (unsigned) in a 4- or 2-bit field. Floats (OCP 8-bit and MX formats):
+/// `e4m3` and `e5m2` (FP8, one per byte) and `e2m1` (FP4, a 4-bit field), stored as their bit
+/// patterns, so packing, moves and layout ops treat them as unsigned codes; see minifloat.hpp
+/// for their values and rounding. Float values are symmetric only (a code has no zero point).
+enum class ValueType : std::uint8_t { i8, u8, i4, u4, i2, u2, e4m3, e5m2, e2m1 };
 /// symmetric: `x = q * scale` (no offset); affine: `x = (q - offset) * scale`.
 enum class Mode : std::uint8_t { symmetric, affine };
 /// Which elements share one scale (and offset).
@@ -50,6 +53,12 @@ inline const char* name(ValueType v) noexcept {
       return "int2";
     case ValueType::u2:
       return "uint2";
+    case ValueType::e4m3:
+      return "fp8_e4m3";
+    case ValueType::e5m2:
+      return "fp8_e5m2";
+    case ValueType::e2m1:
+      return "fp4_e2m1";
   }
   return nullptr;
 }
@@ -111,9 +120,12 @@ inline int bits(ValueType v) {
   switch (v) {
     case ValueType::i8:
     case ValueType::u8:
+    case ValueType::e4m3:
+    case ValueType::e5m2:
       return 8;
     case ValueType::i4:
     case ValueType::u4:
+    case ValueType::e2m1:
       return 4;
     case ValueType::i2:
     case ValueType::u2:
@@ -122,13 +134,25 @@ inline int bits(ValueType v) {
   ferry::detail::raise<QuantError>("quant.scheme", "unknown value type {}", static_cast<int>(v));
 }
 
+/// True for the two's complement integer types. Float values are stored as unsigned codes.
 inline bool is_signed(ValueType v) {
   (void)bits(v);  // rejects corrupt enumerators
   return v == ValueType::i8 || v == ValueType::i4 || v == ValueType::i2;
 }
 
-/// Smallest quantized value. Symmetric signed ranges drop the most negative code (int8 ->
-/// [-127, 127]) so that the range is symmetric around zero; symmetric unsigned is [0, 2^b-1].
+/// True for the float value types (e4m3, e5m2, e2m1).
+inline bool is_float(ValueType v) {
+  (void)bits(v);
+  return v == ValueType::e4m3 || v == ValueType::e5m2 || v == ValueType::e2m1;
+}
+
+/// Largest finite magnitude a value represents: what quantize_dynamic maps a group's largest
+/// |x| to. qmax for the integers; 448 (e4m3), 57344 (e5m2), 6 (e2m1).
+inline float max_value(ValueType v);
+
+/// Smallest quantized value (for float types: the smallest code, 0). Symmetric signed ranges
+/// drop the most negative code (int8 -> [-127, 127]) so that the range is symmetric around zero;
+/// symmetric unsigned is [0, 2^b-1].
 inline std::int32_t qmin(ValueType v, Mode m) {
   const int b = bits(v);
   if (!is_signed(v)) return 0;
@@ -136,10 +160,23 @@ inline std::int32_t qmin(ValueType v, Mode m) {
   return m == Mode::symmetric ? lowest + 1 : lowest;
 }
 
-/// Largest quantized value (the same for both modes).
+/// Largest quantized value, the same for both modes (for float types: the largest code).
 inline std::int32_t qmax(ValueType v, Mode /*mode*/) {
   const int b = bits(v);
   return is_signed(v) ? (std::int32_t{1} << (b - 1)) - 1 : (std::int32_t{1} << b) - 1;
+}
+
+inline float max_value(ValueType v) {
+  switch (v) {
+    case ValueType::e4m3:
+      return 448.0f;
+    case ValueType::e5m2:
+      return 57344.0f;
+    case ValueType::e2m1:
+      return 6.0f;
+    default:
+      return static_cast<float>(qmax(v, Mode::symmetric));
+  }
 }
 
 /// Bytes one stored scale takes: 4 (f32) or 2 (f16, bf16).
@@ -329,6 +366,8 @@ inline void Scheme::validate() const {
     bad(fmt::format("unknown scale type {}", static_cast<int>(scale_type)));
   if (storage == Storage::packed_u8 && bits(value) == 8)
     bad("packed_u8 storage of 8-bit values is the native layout; use native");
+  if (is_float(value) && mode == Mode::affine)
+    bad(fmt::format("{} values are symmetric only (a float code has no zero point)", value));
   if (granularity == Granularity::per_block) {
     if (block.empty()) bad("per_block needs a block shape of at least one dim");
     for (std::size_t i = 0; i < block.size(); ++i)

@@ -233,6 +233,7 @@ FERRY_FUNC bool linear_packed(const QuantizedParts& w, std::span<const float> x,
         x.size(), y.size(), M, K, M, N);
 #ifdef FERRY_QUANT_AVX2
   if (M == 0 || N == 0 || K == 0 || K % 32 != 0 || !detail::has_avx2_fma()) return false;
+  if (is_float(w.scheme.value)) return false;  // codes, not integers: the tiled path decodes
   const int slot = detail::slot_bits(w.scheme.value, w.scheme.storage);
   if (slot != 8 && slot != 4) return false;
   const detail::Canon c = detail::make_canon(w.scheme, w.shape);

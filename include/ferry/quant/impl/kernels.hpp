@@ -26,6 +26,7 @@
 #include "ferry/quant/half.hpp"
 #include "ferry/quant/impl/loops.hpp"
 #include "ferry/quant/kernels.hpp"
+#include "ferry/quant/minifloat.hpp"
 #include "ferry/quant/pack.hpp"
 #include "ferry/quant/parts.hpp"
 #include "ferry/quant/scheme.hpp"
@@ -40,12 +41,41 @@ struct KernelArgs {
   ValueType value;
   int slot;
   std::int32_t qmn, qmx;
+  const float* lut = nullptr;  // float value types: the value of each code (else null)
+  MinifloatFormat fmt{0, 0, 0, false, false, 0, 0};
 };
+
+/// quantize_range for float value types: code = encode(x / s), through the int32 tile.
+inline void quantize_range_float(const KernelArgs& a, const float* x, std::int64_t begin,
+                                 std::int64_t end, unsigned char* out) {
+  std::int32_t q[kTile], off[kTile];
+  float sc[kTile];
+  Cursor cur(*a.canon, begin);
+  for (std::int64_t e = begin; e < end; e += kTile) {
+    const std::int64_t n = std::min(kTile, end - e);
+    for (std::int64_t k = 0; k < n;) {
+      const Run r = cur.next(n - k);
+      const float* xr = x + e + k;
+      if (!r.per_element) {
+        const float s = a.params.scale(r.param);
+        for (std::int64_t i = 0; i < r.len; ++i)
+          q[k + i] = static_cast<std::int32_t>(minifloat_encode(a.fmt, xr[i] / s));
+      } else {
+        a.params.decode(r.param, r.len, sc, off);
+        for (std::int64_t i = 0; i < r.len; ++i)
+          q[k + i] = static_cast<std::int32_t>(minifloat_encode(a.fmt, xr[i] / sc[i]));
+      }
+      k += r.len;
+    }
+    pack_range(a.slot, q, e, n, out);
+  }
+}
 
 /// Quantizes x[begin, end) (indices into the whole tensor) into the packed stream `out`;
 /// `begin` must sit on a byte boundary of the stream.
 inline void quantize_range(const KernelArgs& a, const float* x, std::int64_t begin,
                            std::int64_t end, unsigned char* out) {
+  if (a.lut != nullptr) return quantize_range_float(a, x, begin, end, out);
   std::int32_t q[kTile], off[kTile];
   float sc[kTile];
   Cursor cur(*a.canon, begin);
@@ -87,7 +117,15 @@ inline void dequantize_tiles(const KernelArgs& a, const unsigned char* in, std::
     float* o = out + (e - begin);
     for (std::int64_t k = 0; k < n;) {
       const Run r = cur.next(n - k);
-      if (!r.per_element) {
+      if (a.lut != nullptr) {  // float codes: value = table[code] * scale
+        if (!r.per_element) {
+          const float s = a.params.scale(r.param);
+          for (std::int64_t i = 0; i < r.len; ++i) o[k + i] = a.lut[q[k + i]] * s;
+        } else {
+          a.params.decode(r.param, r.len, sc, off);
+          for (std::int64_t i = 0; i < r.len; ++i) o[k + i] = a.lut[q[k + i]] * sc[i];
+        }
+      } else if (!r.per_element) {
         deq_uniform(q + k, r.len, a.params.scale(r.param), a.params.offset(r.param), o + k);
       } else {
         a.params.decode(r.param, r.len, sc, off);
@@ -163,15 +201,16 @@ class Finalizer {
         sb_(scale_bytes(parts.scheme.scale_type)),
         qn_(qmin(parts.scheme.value, parts.scheme.mode)),
         qx_(qmax(parts.scheme.value, parts.scheme.mode)),
+        top_(max_value(parts.scheme.value)),
         affine_(parts.scheme.mode == Mode::affine),
-        signed_(is_signed(parts.scheme.value)),
+        signed_(is_signed(parts.scheme.value) || is_float(parts.scheme.value)),
         smallest_(type_ == ScaleType::f16 ? 6.103515625e-05f : std::numeric_limits<float>::min()) {}
 
   void operator()(std::int64_t p, float lo, float hi) const {
     float range, scale;
     if (!affine_) {
       range = signed_ ? std::max(hi, -lo) : hi;
-      scale = range / static_cast<float>(qx_);
+      scale = range / top_;
     } else {
       range = hi - lo;
       scale = range / static_cast<float>(qx_ - qn_);
@@ -206,6 +245,7 @@ class Finalizer {
   ScaleType type_;
   std::size_t sb_;
   std::int32_t qn_, qx_;
+  float top_;  // the value the largest |x| (or x) maps to: qmax, or a float type's largest
   bool affine_, signed_;
   float smallest_;
 };
@@ -230,12 +270,17 @@ inline QuantizedParts empty_parts(const Scheme& s, const Shape& shape, std::int6
 }
 
 inline KernelArgs kernel_args(const QuantizedParts& p, const Canon& c) {
-  return KernelArgs{&c,
-                    ParamReader(p),
-                    p.scheme.value,
-                    slot_bits(p.scheme.value, p.scheme.storage),
-                    qmin(p.scheme.value, p.scheme.mode),
-                    qmax(p.scheme.value, p.scheme.mode)};
+  KernelArgs a{&c,
+               ParamReader(p),
+               p.scheme.value,
+               slot_bits(p.scheme.value, p.scheme.storage),
+               qmin(p.scheme.value, p.scheme.mode),
+               qmax(p.scheme.value, p.scheme.mode)};
+  if (is_float(p.scheme.value)) {
+    a.lut = minifloat_table(p.scheme.value);
+    a.fmt = minifloat_format(p.scheme.value);
+  }
+  return a;
 }
 
 }  // namespace detail
@@ -380,7 +425,9 @@ FERRY_FUNC void dequantize_range(const QuantizedParts& q, std::int64_t begin, st
       kernel(a, in, b, e, out.data() + (b - begin));
     });
   };
-  if (c.dims.size() == 1 && a.slot == 8)
+  if (a.lut != nullptr)
+    run(detail::dequantize_tiles);
+  else if (c.dims.size() == 1 && a.slot == 8)
     sgn ? run(detail::dequantize_flat<8, true>) : run(detail::dequantize_flat<8, false>);
   else if (c.dims.size() == 1 && a.slot == 4)
     sgn ? run(detail::dequantize_flat<4, true>) : run(detail::dequantize_flat<4, false>);
