@@ -785,3 +785,90 @@ TEST_CASE("quantize with float values: scales from max|x|, codes by nearest even
             "fp8_e5m2 symmetric per_block[32] native scale=f16");
   }
 }
+
+TEST_CASE("ue8m0 and ue4m3 scales: stored in a byte, rounded as documented", "[quant][minifloat]") {
+  // ue8m0: 2^(b - 127); calibration rounds up to a power of two.
+  REQUIRE(scale_bytes(ScaleType::ue8m0) == 1);
+  REQUIRE(scale_bytes(ScaleType::ue4m3) == 1);
+  REQUIRE(round_to(ScaleType::ue8m0, 1.0f) == 1.0f);
+  REQUIRE(round_to(ScaleType::ue8m0, 0.75f) == 1.0f);
+  REQUIRE(round_to(ScaleType::ue8m0, 1.0000001f) == 2.0f);
+  REQUIRE(round_to(ScaleType::ue8m0, 0x1p-130f) == 0x1p-127f);
+  REQUIRE(round_to(ScaleType::ue8m0, 0x1.8p-127f) == 0x1p-126f);
+  REQUIRE(round_to(ScaleType::ue8m0, 0x1.2p127f) == kInf);
+  for (int b = 0; b < 255; ++b) {
+    CAPTURE(b);
+    std::byte stored{};
+    const float v = std::ldexp(1.0f, b - 127);
+    store_scale(ScaleType::ue8m0, v, &stored);
+    REQUIRE(std::to_integer<int>(stored) == b);
+    REQUIRE(load_scale(ScaleType::ue8m0, &stored) == v);
+  }
+  const std::byte nan_byte{0xFF};
+  REQUIRE(std::isnan(load_scale(ScaleType::ue8m0, &nan_byte)));
+  // ue4m3: E4M3's values, rounded to nearest even; too large is inf, not 448.
+  REQUIRE(round_to(ScaleType::ue4m3, 0.3f) == 0.3125f);  // 0.3 = 1.2 * 2^-2: 1.25 is nearest
+  REQUIRE(round_to(ScaleType::ue4m3, 448.0f) == 448.0f);
+  REQUIRE(round_to(ScaleType::ue4m3, 463.0f) == 448.0f);
+  REQUIRE(round_to(ScaleType::ue4m3, 464.0f) == kInf);
+  std::byte b4{};
+  store_scale(ScaleType::ue4m3, 1.0f, &b4);
+  REQUIRE(std::to_integer<int>(b4) == 0x38);
+  REQUIRE(load_scale(ScaleType::ue4m3, &b4) == 1.0f);
+  // Given scales: a ue8m0 scale must be a power of two; ue4m3 rounds, as f16 does.
+  const std::vector<float> x(32, 1.0f);
+  REQUIRE_THROWS_MATCHES(quantize(Scheme::mxfp8(), Shape{32}, x, std::vector<float>{0.3f}, {}),
+                         ferry::QuantError,
+                         Contains("scale 0.3 of param 0 is not a power of two") && Contains("0.5"));
+  const auto q = quantize(Scheme::mxfp8(), Shape{32}, x, std::vector<float>{0.25f}, {});
+  REQUIRE(q.scales == std::vector<std::byte>{std::byte{125}});
+  REQUIRE(fmt::format("{}", Scheme::mxfp4()) ==
+          "fp4_e2m1 symmetric per_block[32] packed_u8 scale=ue8m0");
+}
+
+TEST_CASE("MXFP8 and MXFP4 by quantize_dynamic: a power-of-two scale per 32 values",
+          "[quant][minifloat]") {
+  const auto s =
+      GENERATE(Scheme::mxfp8(), Scheme::mxfp4(),
+               Scheme::of(ValueType::e2m1).per_block({16}).packed_u8().scales(ScaleType::ue4m3));
+  CAPTURE(fmt::format("{}", s));
+  const Shape shape{2, 96};
+  std::mt19937 gen(11);
+  std::normal_distribution<float> nd(0.0f, 2.0f);
+  std::vector<float> x(192);
+  for (auto& e : x) e = nd(gen);
+  for (int i = 32; i < 64; ++i) x[static_cast<std::size_t>(i)] = 0.0f;  // an all-zero block
+  const auto q = quantize_dynamic(s, shape, x);
+  const std::int64_t blk = s.block[0];
+  const auto codes = values(q);
+  std::vector<float> deq(192);
+  dequantize(q, deq);
+  for (std::int64_t p = 0; p < 192 / blk; ++p) {
+    CAPTURE(p);
+    float amax = 0;
+    for (std::int64_t j = p * blk; j < (p + 1) * blk; ++j)
+      amax = std::max(amax, std::fabs(x[static_cast<std::size_t>(j)]));
+    const float want = amax / max_value(s.value);
+    float scale;
+    if (amax == 0) {
+      scale = 1.0f;
+    } else if (s.scale_type == ScaleType::ue8m0) {
+      scale = std::exp2(std::ceil(std::log2(want)));  // the power of two at or above
+      REQUIRE(scale >= want);
+      REQUIRE(scale / 2 < want);
+    } else {
+      scale = static_cast<float>(
+          ocp_value(ValueType::e4m3, minifloat_encode(minifloat_format(ValueType::e4m3), want)));
+    }
+    REQUIRE(q.scale(p) == scale);
+    for (std::int64_t j = p * blk; j < (p + 1) * blk; ++j) {
+      const auto c = static_cast<std::uint32_t>(codes[static_cast<std::size_t>(j)]);
+      REQUIRE(c ==
+              minifloat_encode(minifloat_format(s.value), x[static_cast<std::size_t>(j)] / scale));
+      REQUIRE(deq[static_cast<std::size_t>(j)] ==
+              static_cast<float>(ocp_value(s.value, c)) * scale);
+      if (s.scale_type == ScaleType::ue8m0)  // rounding up never saturates
+        REQUIRE(std::fabs(x[static_cast<std::size_t>(j)] / scale) <= max_value(s.value));
+    }
+  }
+}

@@ -27,7 +27,8 @@ std::vector<Scheme> all_schemes() {
     for (auto m : {Mode::symmetric, Mode::affine})
       for (int g = 0; g < 4; ++g)
         for (auto st : {Storage::native, Storage::packed_u8, Storage::packed_u32})
-          for (auto sc : {ScaleType::f32, ScaleType::f16, ScaleType::bf16}) {
+          for (auto sc : {ScaleType::f32, ScaleType::f16, ScaleType::bf16, ScaleType::ue8m0,
+                          ScaleType::ue4m3}) {
             if (st == Storage::packed_u8 && bits(v) == 8) continue;  // not a valid scheme
             if (is_float(v) && m == Mode::affine) continue;          // nor this
             Scheme s = Scheme::of(v);
@@ -50,9 +51,9 @@ TEST_CASE("every scheme moves device 0 -> 1 -> 0 bit-exact and dequantizes ident
   Router<EigenCpu> r(EigenCpu(2), {.execution = mode});
   auto x = r.random_normal({4, 6, 40}, 5, d0, 0.0, 2.0);
   const auto schemes = all_schemes();
-  // Integers: 6 types x 2 modes x 4 granularities x 3 storages x 3 scale types, less packed_u8
-  // of the 8-bit ones; floats: symmetric only, e4m3 and e5m2 without packed_u8.
-  REQUIRE(schemes.size() == 6 * 2 * 4 * 3 * 3 - 2 * 2 * 4 * 3 + (2 * 2 + 3) * 4 * 3);
+  // Integers: 6 types x 2 modes x 4 granularities x 3 storages, less packed_u8 of the 8-bit
+  // ones; floats: symmetric only, e4m3 and e5m2 without packed_u8; each with 5 scale types.
+  REQUIRE(schemes.size() == (6 * 2 * 4 * 3 - 2 * 2 * 4 + (2 * 2 + 3) * 4) * 5);
   for (const auto& s : schemes) {
     CAPTURE(fmt::format("{}", s));
     auto q = ferry::quantize_dynamic(x, s);
@@ -132,12 +133,13 @@ TEST_CASE("quantize with given scales follows the ONNX formula") {
 TEST_CASE("matmul with quantized weights equals dequantize-then-matmul") {
   auto mode = GENERATE(Execution::Inline, Execution::Async);
   Router<EigenCpu> r(EigenCpu(1), {.execution = mode});
-  const auto s =
-      GENERATE(Scheme::of(ValueType::i4).per_block({32}).packed_u8().scales(ScaleType::f16),
-               Scheme::of(ValueType::u8).affine().per_axis(1),
-               Scheme::of(ValueType::i2).affine().per_block({4, 8}).packed_u32(),
-               Scheme::of(ValueType::e4m3).per_block({32}),
-               Scheme::of(ValueType::e2m1).per_block({32}).packed_u8().scales(ScaleType::bf16));
+  const auto s = GENERATE(
+      Scheme::of(ValueType::i4).per_block({32}).packed_u8().scales(ScaleType::f16),
+      Scheme::of(ValueType::u8).affine().per_axis(1),
+      Scheme::of(ValueType::i2).affine().per_block({4, 8}).packed_u32(),
+      Scheme::of(ValueType::e4m3).per_block({32}),
+      Scheme::of(ValueType::e2m1).per_block({32}).packed_u8().scales(ScaleType::bf16),
+      Scheme::mxfp4(), Scheme::of(ValueType::u8).affine().per_axis(1).scales(ScaleType::ue4m3));
   auto x = r.random_normal({3, 5, 96}, 1, d0);
   auto w = ferry::quantize_dynamic(r.random_normal({96, 70}, 2, d0), s);
   auto fused = ferry::matmul(x, w).to_data().to_vector<float>();

@@ -41,6 +41,24 @@ TEST_CASE("quant: int8 values with packed_u8 storage", "[quant]") {
   w.check_intact();
 }
 
+TEST_CASE("quant: float values with an affine mode", "[quant]") {
+  World w(CATALOGUE_MODES);
+  REQUIRE_RAISES(quantize_dynamic(w.get("f32"), Scheme::of(ValueType::e4m3).affine()), QuantError,
+                 "invalid scheme 'fp8_e4m3 affine per_tensor native scale=f32': fp8_e4m3 values "
+                 "are symmetric only (a float code has no zero point)");
+  w.check_intact();
+}
+
+TEST_CASE("quant: a ue8m0 scale that is not a power of two", "[quant]") {
+  World w(CATALOGUE_MODES);
+  REQUIRE_RAISES(
+      quantize(w.get("f32"), Scheme::of(ValueType::e4m3).scales(ScaleType::ue8m0), {0.3f}),
+      QuantError,
+      "scale 0.3 of param 0 is not a power of two, which a ue8m0 scale must be (the "
+      "next one up is 0.5)");
+  w.check_intact();
+}
+
 TEST_CASE("quant: per_block with an empty block shape", "[quant]") {
   World w(CATALOGUE_MODES);
   REQUIRE_RAISES(quantize_dynamic(w.get("f32"), Scheme::of(ValueType::i8).per_block({})),

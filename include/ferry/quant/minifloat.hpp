@@ -89,6 +89,17 @@ inline float minifloat_decode(const MinifloatFormat& f, std::uint32_t code) noex
   return neg ? -mag : mag;
 }
 
+/// Round half to even of 0 <= v <= 2^22 with the FPU's default rounding (no libm call on
+/// baseline x86-64, which has no roundss).
+inline float minifloat_rne(float v) noexcept {
+#ifdef __FAST_MATH__
+  return std::nearbyint(v);
+#else
+  constexpr float magic = 12582912.0f;  // 1.5 * 2^23
+  return (v + magic) - magic;
+#endif
+}
+
 /// The code of `x` in format `f`: rounded to nearest, ties to even (exactly: every step below
 /// is exact in f32), and saturating: finite values past the largest and +-infinity become the
 /// largest finite value of their sign (OCP's saturating conversion; also for e5m2, which has
@@ -102,12 +113,12 @@ inline std::uint32_t minifloat_encode(const MinifloatFormat& f, float x) noexcep
   if (a < f.min_normal) {
     // Subnormal range: a count of 2^(emin - M) steps; a count of 2^M is the smallest normal,
     // whose code is exactly 2^M (exponent field 1, mantissa 0).
-    code = static_cast<std::uint32_t>(std::nearbyint(a * f.sub_steps));
+    code = static_cast<std::uint32_t>(minifloat_rne(a * f.sub_steps));
   } else {
     const std::uint32_t bits = std::bit_cast<std::uint32_t>(a);
     const int e = static_cast<int>((bits >> 23) & 0xFFu) - 127;  // a is a normal f32 here
     const float t = std::bit_cast<float>((bits & 0x7FFFFFu) | 0x3F800000u);  // in [1, 2)
-    const auto m = static_cast<std::uint32_t>(std::nearbyint((t - 1.0f) * f.m_steps));
+    const auto m = static_cast<std::uint32_t>(minifloat_rne((t - 1.0f) * f.m_steps));
     code = (static_cast<std::uint32_t>(e + f.bias) << f.M) + m;  // m == 2^M carries into e
   }
   if (code > f.max_code) code = f.max_code;  // rounded up past the largest finite value

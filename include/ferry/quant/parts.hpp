@@ -209,6 +209,12 @@ inline void check_params(const Scheme& s, const Shape& shape, std::span<const fl
           "quantize: '{}' over shape {}: scale {} of param {} is {} as {}; scales must be finite "
           "and > 0",
           s, shape, v, p, stored, s.scale_type);
+    if (s.scale_type == ScaleType::ue8m0 && stored != v)
+      ferry::detail::raise<QuantError>(
+          "quant.scale",
+          "quantize: '{}' over shape {}: scale {} of param {} is not a power of two, which a "
+          "ue8m0 scale must be (the next one up is {})",
+          s, shape, v, p, stored);
   }
   const std::int32_t qn = qmin(s.value, s.mode), qx = qmax(s.value, s.mode);
   for (std::size_t p = 0; p < offsets.size(); ++p)

@@ -35,7 +35,9 @@ enum class Granularity : std::uint8_t { per_tensor, per_axis, per_block };
 /// densely into bytes (`packed_u8`) or little-endian 32-bit words (`packed_u32`).
 enum class Storage : std::uint8_t { native, packed_u8, packed_u32 };
 /// The type each scale is stored as. Arithmetic always uses the stored (rounded) value.
-enum class ScaleType : std::uint8_t { f32, f16, bf16 };
+/// `ue8m0` (OCP MX's E8M0): a power of two 2^(b - 127) in one byte (255 is NaN); `ue4m3`: a
+/// positive OCP E4M3 value in one byte (NVFP4's block scale). See half.hpp for their rounding.
+enum class ScaleType : std::uint8_t { f32, f16, bf16, ue8m0, ue4m3 };
 
 namespace detail {
 
@@ -101,6 +103,10 @@ inline const char* name(ScaleType s) noexcept {
       return "f16";
     case ScaleType::bf16:
       return "bf16";
+    case ScaleType::ue8m0:
+      return "ue8m0";
+    case ScaleType::ue4m3:
+      return "ue4m3";
   }
   return nullptr;
 }
@@ -179,7 +185,7 @@ inline float max_value(ValueType v) {
   }
 }
 
-/// Bytes one stored scale takes: 4 (f32) or 2 (f16, bf16).
+/// Bytes one stored scale takes: 4 (f32), 2 (f16, bf16) or 1 (ue8m0, ue4m3).
 inline std::size_t scale_bytes(ScaleType s) {
   switch (s) {
     case ScaleType::f32:
@@ -187,6 +193,9 @@ inline std::size_t scale_bytes(ScaleType s) {
     case ScaleType::f16:
     case ScaleType::bf16:
       return 2;
+    case ScaleType::ue8m0:
+    case ScaleType::ue4m3:
+      return 1;
   }
   ferry::detail::raise<QuantError>("quant.scheme", "unknown scale type {}", static_cast<int>(s));
 }
@@ -219,6 +228,19 @@ struct Scheme {
   static Scheme of(ValueType v) {
     Scheme s;
     s.value = v;
+    return s;
+  }
+  /// OCP MXFP8: e4m3 values in blocks of 32 along the last dim, one ue8m0 scale per block.
+  static Scheme mxfp8() {
+    Scheme s = of(ValueType::e4m3).per_block({32});
+    s.scale_type = ScaleType::ue8m0;
+    return s;
+  }
+  /// OCP MXFP4: e2m1 values (two per byte) in blocks of 32 along the last dim, ue8m0 scales.
+  static Scheme mxfp4() {
+    Scheme s = of(ValueType::e2m1).per_block({32});
+    s.storage = Storage::packed_u8;
+    s.scale_type = ScaleType::ue8m0;
     return s;
   }
   [[nodiscard]] Scheme symmetric() const {

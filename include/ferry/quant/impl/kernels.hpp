@@ -204,7 +204,21 @@ class Finalizer {
         top_(max_value(parts.scheme.value)),
         affine_(parts.scheme.mode == Mode::affine),
         signed_(is_signed(parts.scheme.value) || is_float(parts.scheme.value)),
-        smallest_(type_ == ScaleType::f16 ? 6.103515625e-05f : std::numeric_limits<float>::min()) {}
+        smallest_(smallest_normal(type_)) {}
+
+  // What a nonzero scale that rounds to 0 in the scale type becomes: the type's smallest normal.
+  static float smallest_normal(ScaleType t) noexcept {
+    switch (t) {
+      case ScaleType::f16:
+        return 0x1p-14f;
+      case ScaleType::ue8m0:
+        return 0x1p-127f;
+      case ScaleType::ue4m3:
+        return 0x1p-6f;
+      default:
+        return std::numeric_limits<float>::min();
+    }
+  }
 
   void operator()(std::int64_t p, float lo, float hi) const {
     float range, scale;

@@ -126,6 +126,14 @@ struct ParamReader {
         for (std::int64_t i = 0; i < n; ++i)
           s[i] = bf16_to_f32(static_cast<std::uint16_t>(src[2 * i] | (src[2 * i + 1] << 8)));
         break;
+      case ScaleType::ue8m0:
+        for (std::int64_t i = 0; i < n; ++i) s[i] = ue8m0_value(src[i]);
+        break;
+      case ScaleType::ue4m3: {
+        const float* t = minifloat_table(ValueType::e4m3);
+        for (std::int64_t i = 0; i < n; ++i) s[i] = t[src[i]];
+        break;
+      }
     }
     if (!offsets) {
       std::fill(o, o + n, 0);
