@@ -45,47 +45,32 @@ struct KernelArgs {
   MinifloatFormat fmt{0, 0, 0, false, false, 0, 0};
 };
 
-/// quantize_range for float value types: code = encode(x / s), through the int32 tile.
-inline void quantize_range_float(const KernelArgs& a, const float* x, std::int64_t begin,
-                                 std::int64_t end, unsigned char* out) {
-  std::int32_t q[kTile], off[kTile];
-  float sc[kTile];
-  Cursor cur(*a.canon, begin);
-  for (std::int64_t e = begin; e < end; e += kTile) {
-    const std::int64_t n = std::min(kTile, end - e);
-    for (std::int64_t k = 0; k < n;) {
-      const Run r = cur.next(n - k);
-      const float* xr = x + e + k;
-      if (!r.per_element) {
-        const float s = a.params.scale(r.param);
-        for (std::int64_t i = 0; i < r.len; ++i)
-          q[k + i] = static_cast<std::int32_t>(minifloat_encode(a.fmt, xr[i] / s));
-      } else {
-        a.params.decode(r.param, r.len, sc, off);
-        for (std::int64_t i = 0; i < r.len; ++i)
-          q[k + i] = static_cast<std::int32_t>(minifloat_encode(a.fmt, xr[i] / sc[i]));
-      }
-      k += r.len;
-    }
-    pack_range(a.slot, q, e, n, out);
-  }
-}
-
 /// Quantizes x[begin, end) (indices into the whole tensor) into the packed stream `out`;
 /// `begin` must sit on a byte boundary of the stream.
 inline void quantize_range(const KernelArgs& a, const float* x, std::int64_t begin,
                            std::int64_t end, unsigned char* out) {
-  if (a.lut != nullptr) return quantize_range_float(a, x, begin, end, out);
   std::int32_t q[kTile], off[kTile];
   float sc[kTile];
   Cursor cur(*a.canon, begin);
   for (std::int64_t e = begin; e < end; e += kTile) {
     const std::int64_t n = std::min(kTile, end - e);
-    // 8-bit slots of runs that share a scale go straight to the stream; only per-element runs
-    // and sub-byte values pass through the int32 tile.
+    // 8-bit slots of runs that share a scale go straight to the stream; only per-element runs,
+    // float codes and sub-byte values pass through the int32 tile.
     for (std::int64_t k = 0; k < n;) {
       const Run r = cur.next(n - k);
-      if (!r.per_element) {
+      if (a.lut != nullptr) {  // float value types: code = encode(x / s)
+        const float* xr = x + e + k;
+        if (!r.per_element) {
+          const float s = a.params.scale(r.param);
+          for (std::int64_t i = 0; i < r.len; ++i)
+            q[k + i] = static_cast<std::int32_t>(minifloat_encode(a.fmt, xr[i] / s));
+        } else {
+          a.params.decode(r.param, r.len, sc, off);
+          for (std::int64_t i = 0; i < r.len; ++i)
+            q[k + i] = static_cast<std::int32_t>(minifloat_encode(a.fmt, xr[i] / sc[i]));
+        }
+        if (a.slot == 8) pack_range(8, q + k, e + k, r.len, out);
+      } else if (!r.per_element) {
         const float s = a.params.scale(r.param);
         const std::int32_t o = a.params.offset(r.param);
         const float lo = static_cast<float>(a.qmn - o), hi = static_cast<float>(a.qmx - o);
