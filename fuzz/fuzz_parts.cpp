@@ -28,9 +28,11 @@ namespace q = ferry::quant;
 }
 
 // Scale values that are valid, invalid, or on the edge of a half type.
+// clang-format off
 constexpr float kScales[] = {1.0f,  0.5f,      0.25f, 3.0f,     1e-3f,    65504.0f, 6e-8f,
                              1e30f, 0.0f,      -1.0f, 1e-45f,   7.5f,     0.1f,     2.0f,
                              1e-8f, __FLT_MAX__, -0.0f, __builtin_nanf(""), __builtin_inff()};
+// clang-format on
 
 struct Input {
   q::Scheme scheme;
@@ -52,6 +54,9 @@ Input decode(FuzzedDataProvider& in) {
   x.scheme.granularity = static_cast<q::Granularity>(in.ConsumeIntegralInRange<int>(0, 4));
   x.scheme.storage = static_cast<q::Storage>(in.ConsumeIntegralInRange<int>(0, 4));
   x.scheme.scale_type = static_cast<q::ScaleType>(in.ConsumeIntegralInRange<int>(0, 4));
+  // A second level (a tensor scale) on about half the inputs, a corrupt type among them.
+  if (const int ts = in.ConsumeIntegralInRange<int>(0, 11); ts <= 5)
+    x.scheme.tensor_scale = static_cast<q::ScaleType>(ts);
   const auto flags = in.ConsumeIntegral<std::uint8_t>();
   // Mostly keep axis/block consistent with the granularity (so valid tensors are common).
   const bool stray = flags & 0x80;
@@ -94,9 +99,9 @@ Input decode(FuzzedDataProvider& in) {
   if (!(flags & 0x08)) {
     // Clear padding bits past the last value, as validate() demands.
     try {
-      const std::size_t used = static_cast<std::size_t>(x.shape.numel()) *
-                               static_cast<std::size_t>(q::detail::slot_bits(x.scheme.value,
-                                                                             x.scheme.storage));
+      const std::size_t used =
+          static_cast<std::size_t>(x.shape.numel()) *
+          static_cast<std::size_t>(q::detail::slot_bits(x.scheme.value, x.scheme.storage));
       for (std::size_t b = used / 8; b < x.data.size(); ++b) {
         const unsigned keep = b == used / 8 ? (1u << (used % 8)) - 1u : 0u;
         x.data[b] &= std::byte(static_cast<unsigned char>(keep));
@@ -117,6 +122,16 @@ Input decode(FuzzedDataProvider& in) {
         q::store_scale(x.scheme.scale_type, v, x.scales.data() + i * sb);
       } catch (const ferry::Error&) {
       }
+    }
+  }
+  if (x.scheme.tensor_scale) {
+    try {
+      const std::size_t tb = q::tensor_scale_bytes(x.scheme);
+      x.scales.resize(np * sb + tb);
+      q::store_scale(*x.scheme.tensor_scale,
+                     kScales[in.ConsumeIntegralInRange<std::size_t>(0, std::size(kScales) - 1)],
+                     x.scales.data() + np * sb);
+    } catch (const ferry::Error&) {
     }
   }
   if (x.scheme.mode == q::Mode::affine || (flags & 0x02)) {
@@ -150,10 +165,7 @@ void check_valid(const q::QuantizedParts& p, bool async) {
   opts.threads_per_device = 1;
   Router<EigenCpu> r(EigenCpu(ndev), opts);
   {
-    auto t = r.q_from_parts(p, CpuDevice{0})
-                 .to(CpuDevice{1})
-                 .to(CpuDevice{2})
-                 .to(CpuDevice{0});
+    auto t = r.q_from_parts(p, CpuDevice{0}).to(CpuDevice{1}).to(CpuDevice{2}).to(CpuDevice{0});
     const q::QuantizedParts back = t.to_parts();
     if (!(back == p)) fail("round trip changed the parts", fmt::format("{}", p.scheme));
 
@@ -169,7 +181,8 @@ void check_valid(const q::QuantizedParts& p, bool async) {
   }
   r.sync();
   if (const auto left = leftovers(r, ndev); !left.empty())
-    fail(async ? "async: after dropping everything and sync():" : "inline: after dropping everything:",
+    fail(async ? "async: after dropping everything and sync():"
+               : "inline: after dropping everything:",
          left);
 }
 

@@ -8,8 +8,10 @@
 #include <cfenv>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <numeric>
+#include <optional>
 #include <random>
 #include <span>
 #include <string>
@@ -636,6 +638,21 @@ double ocp_value(ValueType v, std::uint32_t c) {
   return sign * std::pow(2.0, e - bias) * (1.0 + m);
 }
 std::uint32_t codes_of(ValueType v) { return v == ValueType::e2m1 ? 16u : 256u; }
+/// Brute force: the finite code whose value is nearest to t; on a tie the even code.
+std::uint32_t nearest_code(ValueType v, double t) {
+  std::uint32_t best = 0;
+  double best_d = INFINITY;
+  for (std::uint32_t c = 0; c < codes_of(v); ++c) {
+    const double val = ocp_value(v, c);
+    if (!std::isfinite(val)) continue;
+    const double d = std::fabs(val - t);
+    if (d < best_d || (d == best_d && (c % 2 == 0) && std::signbit(val) == std::signbit(t))) {
+      best = c;
+      best_d = d;
+    }
+  }
+  return best;
+}
 }  // namespace
 
 TEST_CASE("float value types: every code's value is the OCP formula's", "[quant][minifloat]") {
@@ -761,19 +778,8 @@ TEST_CASE("quantize with float values: scales from max|x|, codes by nearest even
       const float scale = amax / max_value(v);
       const float got_scale = q.scale(row * 3 + blk);
       REQUIRE(got_scale == scale);
-      // Brute force: the code whose value is nearest to x / scale; on a tie the even code.
-      const double t = static_cast<double>(x[static_cast<std::size_t>(i)] / scale);
-      std::uint32_t best = 0;
-      double best_d = INFINITY;
-      for (std::uint32_t c = 0; c < codes_of(v); ++c) {
-        const double val = ocp_value(v, c);
-        if (!std::isfinite(val)) continue;
-        const double d = std::fabs(val - t);
-        if (d < best_d || (d == best_d && (c % 2 == 0) && std::signbit(val) == std::signbit(t))) {
-          best = c;
-          best_d = d;
-        }
-      }
+      const std::uint32_t best =
+          nearest_code(v, static_cast<double>(x[static_cast<std::size_t>(i)] / scale));
       REQUIRE(static_cast<std::uint32_t>(codes[static_cast<std::size_t>(i)]) == best);
       REQUIRE(deq[static_cast<std::size_t>(i)] == static_cast<float>(ocp_value(v, best)) * scale);
     }
@@ -869,6 +875,141 @@ TEST_CASE("MXFP8 and MXFP4 by quantize_dynamic: a power-of-two scale per 32 valu
               static_cast<float>(ocp_value(s.value, c)) * scale);
       if (s.scale_type == ScaleType::ue8m0)  // rounding up never saturates
         REQUIRE(std::fabs(x[static_cast<std::size_t>(j)] / scale) <= max_value(s.value));
+    }
+  }
+}
+
+TEST_CASE("two levels of scales: NVFP4 and a tensor scale on any scheme", "[quant][minifloat]") {
+  using ferry_test::Contains;
+  SECTION("the preset, printing and validation") {
+    REQUIRE(fmt::format("{}", Scheme::nvfp4()) ==
+            "fp4_e2m1 symmetric per_block[16] packed_u8 scale=ue4m3 tensor_scale=f32");
+    REQUIRE(Scheme::nvfp4().tensor_scales(std::nullopt) ==
+            Scheme::of(ValueType::e2m1).per_block({16}).packed_u8().scales(ScaleType::ue4m3));
+    REQUIRE_THROWS_MATCHES(Scheme::of(ValueType::i8).tensor_scales(ScaleType::f32).validate(),
+                           ferry::QuantError,
+                           Contains("a tensor scale needs per_axis or per_block"));
+    Scheme bad = Scheme::nvfp4();
+    bad.tensor_scale = static_cast<ScaleType>(9);
+    REQUIRE_THROWS_MATCHES(bad.validate(), ferry::QuantError,
+                           Contains("unknown tensor scale type 9"));
+  }
+  SECTION("given scales: bytes by hand, values = code * (block scale * tensor scale)") {
+    const float t = 0.1f, e0 = 1.5f * t, e1 = 0.25f * t;  // effective scales, f32 products
+    std::vector<float> x(32);
+    const float mags[8] = {0, 0.5f, 1, 1.5f, 2, 3, 4, 6};  // E2M1's magnitudes, codes 0..7
+    for (int i = 0; i < 16; ++i) {
+      x[static_cast<std::size_t>(i)] = (i % 2 ? -1.0f : 1.0f) * mags[i % 8] * e0;
+      x[static_cast<std::size_t>(16 + i)] = mags[i % 8] * e1;
+    }
+    REQUIRE_THROWS_MATCHES(
+        quantize(Scheme::nvfp4(), Shape{32}, x, std::vector<float>{1.5f, 0.25f}, {}),
+        ferry::QuantError, Contains("2 scales given, expected 3") && Contains("then the tensor"));
+    REQUIRE_THROWS_MATCHES(
+        quantize(Scheme::nvfp4(), Shape{32}, x, std::vector<float>{1.5f, 0.25f, 0.0f}, {}),
+        ferry::QuantError, Contains("tensor scale 0 of param 2"));
+    REQUIRE_THROWS_MATCHES(
+        quantize(Scheme::nvfp4(), Shape{32}, x, std::vector<float>{1.5f, 448.0f, 1e37f}, {}),
+        ferry::QuantError, Contains("times the tensor scale"));
+    const auto q = quantize(Scheme::nvfp4(), Shape{32}, x, std::vector<float>{1.5f, 0.25f, t}, {});
+    // 1.5 = 1.1b * 2^0 -> E4M3 exponent field 7, mantissa 100: 0x3C; 0.25 = 2^-2: 0x28.
+    REQUIRE(q.scales.size() == 6);
+    REQUIRE(std::to_integer<int>(q.scales[0]) == 0x3C);
+    REQUIRE(std::to_integer<int>(q.scales[1]) == 0x28);
+    float stored_t;
+    std::memcpy(&stored_t, q.scales.data() + 2, 4);
+    REQUIRE(stored_t == t);
+    REQUIRE(q.scale(0) == 1.5f);
+    REQUIRE(q.scale(1) == 0.25f);
+    REQUIRE(q.tensor_scale() == t);
+    const auto codes = values(q);
+    std::vector<float> deq(32);
+    dequantize(q, deq);
+    for (int i = 0; i < 32; ++i) {
+      CAPTURE(i);
+      const int m = i % 8;
+      const int want = i < 16 && i % 2 && m != 0 ? 8 + m : m;  // sign bit 8 for the negatives
+      REQUIRE(codes[static_cast<std::size_t>(i)] == want);
+      REQUIRE(deq[static_cast<std::size_t>(i)] == x[static_cast<std::size_t>(i)]);
+    }
+    // Two values per byte, element 2k in the low nibble: bytes 0 and 1 hold codes 0, 9, 2, 11.
+    REQUIRE(std::to_integer<int>(q.data[0]) == 0x90);
+    REQUIRE(std::to_integer<int>(q.data[1]) == 0xB2);
+    QuantizedParts broken = q;
+    broken.scales.pop_back();
+    REQUIRE_THROWS_MATCHES(
+        broken.validate(), ferry::QuantError,
+        Contains("scales hold 5 bytes, expected 6") && Contains("then a tensor scale of 4"));
+  }
+  SECTION("quantize_dynamic: NVIDIA's recipe, tensor scale = max|x| / (6 * 448)") {
+    const Shape shape{3, 40};  // blocks of 16, 16, 8 per row
+    std::mt19937 gen(5);
+    std::normal_distribution<float> nd(0.0f, 2.0f);
+    std::vector<float> x(120);
+    for (auto& e : x) e = nd(gen);
+    x[70] = 37.0f;  // the tensor's largest |x|, in block 4
+    for (int i = 96; i < 112; ++i) x[static_cast<std::size_t>(i)] = 0.0f;  // an all-zero block
+    const auto q = quantize_dynamic(Scheme::nvfp4(), shape, x);
+    const float t = 37.0f / (6.0f * 448.0f);
+    REQUIRE(q.tensor_scale() == t);
+    const auto codes = values(q);
+    std::vector<float> deq(120);
+    dequantize(q, deq);
+    for (std::int64_t i = 0; i < 120; ++i) {
+      CAPTURE(i);
+      const std::int64_t row = i / 40, col = i % 40, blk = col / 16;
+      float amax = 0;
+      for (std::int64_t j = blk * 16; j < std::min<std::int64_t>(40, blk * 16 + 16); ++j)
+        amax = std::max(amax, std::fabs(x[static_cast<std::size_t>(row * 40 + j)]));
+      // The block scale: amax / 6 relative to t, capped at 448, nearest E4M3 (brute force).
+      const float rel = std::min(amax / 6.0f / t, 448.0f);
+      const float bs =
+          amax == 0
+              ? 1.0f
+              : static_cast<float>(ocp_value(
+                    ValueType::e4m3, nearest_code(ValueType::e4m3, static_cast<double>(rel))));
+      REQUIRE(q.scale(row * 3 + blk) == bs);
+      const float eff = bs * t;
+      const std::uint32_t c =
+          nearest_code(ValueType::e2m1, static_cast<double>(x[static_cast<std::size_t>(i)] / eff));
+      REQUIRE(static_cast<std::uint32_t>(codes[static_cast<std::size_t>(i)]) == c);
+      REQUIRE(deq[static_cast<std::size_t>(i)] ==
+              static_cast<float>(ocp_value(ValueType::e2m1, c)) * eff);
+    }
+    REQUIRE(q.scale(4) == 448.0f);  // the block that holds the largest |x|
+    REQUIRE(deq[70] == 6.0f * (448.0f * t));
+  }
+  SECTION("a tensor scale on integer schemes: per axis and affine per block") {
+    const Shape shape{4, 64};
+    std::vector<float> x(256);
+    for (std::size_t i = 0; i < x.size(); ++i)
+      x[i] = std::sin(static_cast<float>(i) * 0.37f) * static_cast<float>(1 + i % 5);
+    for (const Scheme& s : {Scheme::of(ValueType::i8)
+                                .per_axis(0)
+                                .scales(ScaleType::ue8m0)
+                                .tensor_scales(ScaleType::f32),
+                            Scheme::of(ValueType::u4)
+                                .affine()
+                                .per_block({32})
+                                .packed_u8()
+                                .scales(ScaleType::f16)
+                                .tensor_scales(ScaleType::bf16)}) {
+      CAPTURE(fmt::format("{}", s));
+      const auto q = quantize_dynamic(s, shape, x);
+      REQUIRE_NOTHROW(q.validate());
+      const auto v = values(q);
+      std::vector<float> deq(256);
+      dequantize(q, deq);
+      const ParamMap map(s, shape);
+      for (std::size_t i = 0; i < 256; ++i) {
+        const auto p = map(static_cast<std::int64_t>(i));
+        const float eff = q.scale(p) * q.tensor_scale();
+        // Group scales of the wide types are relative to the tensor's: at most 1, or the power
+        // of two past it where the tensor scale's rounding left a ratio a hair above 1.
+        REQUIRE(q.scale(p) <= 2.0f);
+        REQUIRE(deq[i] == static_cast<float>(v[i] - q.offset(p)) * eff);
+        REQUIRE(std::fabs(deq[i] - x[i]) <= eff * 0.5f + 1e-6f);  // within half a step
+      }
     }
   }
 }

@@ -59,7 +59,12 @@ QuantizedParts make(const Scheme& s, const Shape& shape, unsigned seed) {
 // Value types and storages that exercise packing across byte boundaries and offsets.
 std::vector<Scheme> bases() {
   return {Scheme::of(ValueType::i4).affine().packed_u8().scales(ScaleType::f16),
-          Scheme::of(ValueType::u2).packed_u32(), Scheme::of(ValueType::i8).affine()};
+          Scheme::of(ValueType::u2).packed_u32(), Scheme::of(ValueType::i8).affine(),
+          // Two levels (NVFP4's kind): the tensor scale rides along unchanged.
+          Scheme::of(ValueType::e2m1)
+              .packed_u8()
+              .scales(ScaleType::ue4m3)
+              .tensor_scales(ScaleType::f32)};
 }
 
 Scheme gran(const Scheme& base, const Scheme& g) {
@@ -67,6 +72,7 @@ Scheme gran(const Scheme& base, const Scheme& g) {
   s.granularity = g.granularity;
   s.axis = g.axis;
   s.block = g.block;
+  if (s.granularity == Granularity::per_tensor) s.tensor_scale.reset();  // one level is all
   return s;
 }
 

@@ -41,6 +41,11 @@ std::vector<Scheme> all_schemes() {
                 : st == Storage::packed_u8 ? s.packed_u8()
                                            : s.packed_u32();
             out.push_back(s.scales(sc));
+            // Two levels on every per-axis and per-block scheme, with two pairings of types.
+            if (g != 0 && sc == ScaleType::ue4m3)
+              out.push_back(out.back().tensor_scales(ScaleType::f32));
+            if (g != 0 && sc == ScaleType::f16)
+              out.push_back(out.back().tensor_scales(ScaleType::ue8m0));
           }
   return out;
 }
@@ -52,8 +57,10 @@ TEST_CASE("every scheme moves device 0 -> 1 -> 0 bit-exact and dequantizes ident
   auto x = r.random_normal({4, 6, 40}, 5, d0, 0.0, 2.0);
   const auto schemes = all_schemes();
   // Integers: 6 types x 2 modes x 4 granularities x 3 storages, less packed_u8 of the 8-bit
-  // ones; floats: symmetric only, e4m3 and e5m2 without packed_u8; each with 5 scale types.
-  REQUIRE(schemes.size() == (6 * 2 * 4 * 3 - 2 * 2 * 4 + (2 * 2 + 3) * 4) * 5);
+  // ones; floats: symmetric only, e4m3 and e5m2 without packed_u8; each with 5 scale types,
+  // and the three quarters that are not per tensor once more for each of two two-level pairs.
+  constexpr std::size_t per_scale_type = 6 * 2 * 4 * 3 - 2 * 2 * 4 + (2 * 2 + 3) * 4;
+  REQUIRE(schemes.size() == per_scale_type * 5 + per_scale_type / 4 * 3 * 2);
   for (const auto& s : schemes) {
     CAPTURE(fmt::format("{}", s));
     auto q = ferry::quantize_dynamic(x, s);
@@ -139,7 +146,13 @@ TEST_CASE("matmul with quantized weights equals dequantize-then-matmul") {
       Scheme::of(ValueType::i2).affine().per_block({4, 8}).packed_u32(),
       Scheme::of(ValueType::e4m3).per_block({32}),
       Scheme::of(ValueType::e2m1).per_block({32}).packed_u8().scales(ScaleType::bf16),
-      Scheme::mxfp4(), Scheme::of(ValueType::u8).affine().per_axis(1).scales(ScaleType::ue4m3));
+      Scheme::mxfp4(), Scheme::of(ValueType::u8).affine().per_axis(1).scales(ScaleType::ue4m3),
+      Scheme::nvfp4(),
+      Scheme::of(ValueType::i4)
+          .per_block({32})
+          .packed_u8()
+          .scales(ScaleType::f16)
+          .tensor_scales(ScaleType::f32));
   auto x = r.random_normal({3, 5, 96}, 1, d0);
   auto w = ferry::quantize_dynamic(r.random_normal({96, 70}, 2, d0), s);
   auto fused = ferry::matmul(x, w).to_data().to_vector<float>();

@@ -167,7 +167,8 @@ class Interpreter {
       return quant::data_bytes(*ref.scheme, ref.shape.numel()) +
              static_cast<std::size_t>(quant::num_params(*ref.scheme, ref.shape)) *
                  (quant::scale_bytes(ref.scheme->scale_type) +
-                  (ref.scheme->mode == quant::Mode::affine ? 1 : 0));
+                  (ref.scheme->mode == quant::Mode::affine ? 1 : 0)) +
+             quant::tensor_scale_bytes(*ref.scheme);
     } else {
       return static_cast<std::size_t>(ref.shape.numel()) * dtype_size(ref.dtype);
     }

@@ -41,7 +41,9 @@ inline std::optional<std::int64_t> output_bytes(const char* op, const TensorRef&
                               static_cast<std::int64_t>(quant::scale_bytes(s.scale_type) +
                                                         (s.mode == quant::Mode::affine ? 1 : 0)));
   if (!params) return std::nullopt;
-  return add_i64(static_cast<std::int64_t>(quant::data_bytes(s, *n)), *params);
+  const auto parts = add_i64(*params, static_cast<std::int64_t>(quant::tensor_scale_bytes(s)));
+  if (!parts) return std::nullopt;
+  return add_i64(static_cast<std::int64_t>(quant::data_bytes(s, *n)), *parts);
 }
 
 /// output_bytes(), with OutOfMemory naming `op` and device `dev` when the bytes do not fit, and

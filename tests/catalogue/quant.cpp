@@ -59,6 +59,24 @@ TEST_CASE("quant: a ue8m0 scale that is not a power of two", "[quant]") {
   w.check_intact();
 }
 
+TEST_CASE("quant: a tensor scale on a per-tensor scheme", "[quant]") {
+  World w(CATALOGUE_MODES);
+  REQUIRE_RAISES(
+      quantize_dynamic(w.get("f32"), Scheme::of(ValueType::i8).tensor_scales(ScaleType::f32)),
+      QuantError,
+      "invalid scheme 'int8 symmetric per_tensor native scale=f32 tensor_scale=f32': a tensor "
+      "scale needs per_axis or per_block granularity (per_tensor already has one scale for the "
+      "whole tensor)");
+  w.check_intact();
+}
+
+TEST_CASE("quant: a two-level scheme given no tensor scale", "[quant]") {
+  World w(CATALOGUE_MODES);
+  REQUIRE_RAISES(quantize(w.get("f32"), Scheme::nvfp4(), {1.0f, 1.0f}), QuantError,
+                 "2 scales given, expected 3 (param shape [2, 1], then the tensor scale)");
+  w.check_intact();
+}
+
 TEST_CASE("quant: per_block with an empty block shape", "[quant]") {
   World w(CATALOGUE_MODES);
   REQUIRE_RAISES(quantize_dynamic(w.get("f32"), Scheme::of(ValueType::i8).per_block({})),

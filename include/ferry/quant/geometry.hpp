@@ -169,6 +169,11 @@ inline std::size_t data_bytes(const Scheme& s, std::int64_t numel) {
   return data_bytes(s.value, s.storage, numel);
 }
 
+/// Bytes the tensor-level scale takes after the per-group scales (0 without a second level).
+inline std::size_t tensor_scale_bytes(const Scheme& s) {
+  return s.tensor_scale ? scale_bytes(*s.tensor_scale) : 0;
+}
+
 /// @brief Maps a flat (row-major) element index to the index of its parameter.
 ///
 /// @code

@@ -104,13 +104,17 @@ inline QuantizedParts apply_remap(const QuantizedParts& q, Scheme scheme, Shape 
   const std::size_t sb = scale_bytes(q.scheme.scale_type);
   std::int64_t np = 1;
   for (const std::int64_t g : m.param_dims) np *= g;
-  out.scales.resize(static_cast<std::size_t>(np) * sb);
+  const std::size_t tb = tensor_scale_bytes(q.scheme);
+  out.scales.resize(static_cast<std::size_t>(np) * sb + tb);
   if (q.scheme.mode == Mode::affine) out.offsets.resize(static_cast<std::size_t>(np));
   strided_walk(m.param_dims, m.param_strides, m.param_base, [&](std::int64_t d, std::int64_t s) {
     const auto ud = static_cast<std::size_t>(d), us = static_cast<std::size_t>(s);
     std::memcpy(out.scales.data() + ud * sb, q.scales.data() + us * sb, sb);
     if (!out.offsets.empty()) out.offsets[ud] = q.offsets[us];
   });
+  if (tb != 0)  // the tensor scale, as it is (the result holds a subset of the same elements)
+    std::memcpy(out.scales.data() + static_cast<std::size_t>(np) * sb,
+                q.scales.data() + (q.scales.size() - tb), tb);
   return out;
 }
 

@@ -31,7 +31,7 @@ namespace ferry::quant {
 ///
 /// - `data`: the values in row-major order over the whole tensor, packed per `scheme.storage`.
 /// - `scales`: num_params scales of `scheme.scale_type`, row-major over param_shape,
-///   little-endian.
+///   little-endian; with two levels (`scheme.tensor_scale`), then the tensor's scale.
 /// - `offsets`: affine only, one byte per param (int8 for signed value types, uint8 for
 ///   unsigned), each within [qmin, qmax]; empty for symmetric.
 ///
@@ -63,16 +63,29 @@ struct QuantizedParts {
     return data.size() + scales.size() + offsets.size();
   }
 
-  /// The stored scale of param `param` as f32; IndexError when out of range.
+  /// The stored scale of param `param` as f32 (with two levels: the block's own scale, which
+  /// the tensor scale multiplies); IndexError when out of range.
   [[nodiscard]] float scale(std::int64_t param) const {
     const std::size_t sb = scale_bytes(scheme.scale_type);
-    check_param(param, scales.size() / sb, "scale");
+    check_param(param, group_scales(), "scale");
     return load_scale(scheme.scale_type, scales.data() + static_cast<std::size_t>(param) * sb);
+  }
+  /// The stored tensor-level scale as f32; 1 when the scheme has one level. QuantError when the
+  /// buffer is too short to hold it.
+  [[nodiscard]] float tensor_scale() const {
+    if (!scheme.tensor_scale) return 1.0f;
+    const std::size_t tb = tensor_scale_bytes(scheme);
+    if (scales.size() < tb)
+      ferry::detail::raise<QuantError>("quant.scales",
+                                       "'{}' over shape {}: scales hold {} bytes, too few for the "
+                                       "tensor scale ({} bytes)",
+                                       scheme, shape, scales.size(), tb);
+    return load_scale(*scheme.tensor_scale, scales.data() + (scales.size() - tb));
   }
   /// The offset of param `param`; 0 for symmetric schemes. IndexError when out of range.
   [[nodiscard]] std::int32_t offset(std::int64_t param) const {
     if (scheme.mode == Mode::symmetric) {
-      check_param(param, scales.size() / scale_bytes(scheme.scale_type), "offset");
+      check_param(param, group_scales(), "offset");
       return 0;
     }
     check_param(param, offsets.size(), "offset");
@@ -84,6 +97,11 @@ struct QuantizedParts {
   friend bool operator==(const QuantizedParts&, const QuantizedParts&) = default;
 
  private:
+  // Per-group scales the buffer holds (the tensor scale, when there is one, excluded).
+  [[nodiscard]] std::size_t group_scales() const {
+    const std::size_t tb = tensor_scale_bytes(scheme);
+    return scales.size() < tb ? 0 : (scales.size() - tb) / scale_bytes(scheme.scale_type);
+  }
   static void check_param(std::int64_t param, std::size_t n, const char* what) {
     if (param < 0 || static_cast<std::size_t>(param) >= n)
       ferry::detail::raise<IndexError>("quant.param", "{}: param {} is out of range ({} params)",
@@ -131,12 +149,15 @@ inline void check_sizes(const QuantizedParts& p) {
         "'{}' over shape {}: data holds {} bytes, expected {} ({} values of {} bits, {})", p.scheme,
         p.shape, p.data.size(), want_data, numel, slot_bits(p.scheme.value, p.scheme.storage),
         p.scheme.storage);
-  const std::size_t want_scales = static_cast<std::size_t>(np) * scale_bytes(p.scheme.scale_type);
+  const std::size_t tb = tensor_scale_bytes(p.scheme);
+  const std::size_t want_scales =
+      static_cast<std::size_t>(np) * scale_bytes(p.scheme.scale_type) + tb;
   if (p.scales.size() != want_scales)
     ferry::detail::raise<QuantError>(
         "quant.scales",
-        "'{}' over shape {}: scales hold {} bytes, expected {} ({} params of {} bytes)", p.scheme,
-        p.shape, p.scales.size(), want_scales, np, scale_bytes(p.scheme.scale_type));
+        "'{}' over shape {}: scales hold {} bytes, expected {} ({} params of {} bytes{})", p.scheme,
+        p.shape, p.scales.size(), want_scales, np, scale_bytes(p.scheme.scale_type),
+        tb ? fmt::format(", then a tensor scale of {}", tb) : std::string());
   const std::size_t want_offsets = p.scheme.mode == Mode::affine ? static_cast<std::size_t>(np) : 0;
   if (p.offsets.size() != want_offsets)
     ferry::detail::raise<QuantError>(
@@ -149,13 +170,20 @@ inline void check_sizes(const QuantizedParts& p) {
 
 inline void QuantizedParts::validate() const {
   detail::check_sizes(*this);
-  const std::int64_t np = static_cast<std::int64_t>(scales.size() / scale_bytes(scheme.scale_type));
+  const auto np = static_cast<std::int64_t>(group_scales());
+  const float t = tensor_scale();
+  if (!(std::isfinite(t) && t > 0.0f))
+    ferry::detail::raise<QuantError>(
+        "quant.scale", "'{}' over shape {}: the tensor scale {} must be finite and > 0", scheme,
+        shape, t);
   for (std::int64_t i = 0; i < np; ++i) {
     const float s = scale(i);
-    if (!(std::isfinite(s) && s > 0.0f))
+    if (!(std::isfinite(s) && s > 0.0f && std::isfinite(s * t) && s * t > 0.0f))
       ferry::detail::raise<QuantError>(
-          "quant.scale", "'{}' over shape {}: scale {} of param {} must be finite and > 0", scheme,
-          shape, s, i);
+          "quant.scale", "'{}' over shape {}: scale {} of param {}{} must be finite and > 0",
+          scheme, shape, s, i,
+          scheme.tensor_scale ? fmt::format(" (times the tensor scale {}: {})", t, s * t)
+                              : std::string());
   }
   if (scheme.mode == Mode::affine) {
     const std::int32_t lo = qmin(scheme.value, scheme.mode), hi = qmax(scheme.value, scheme.mode);
@@ -185,36 +213,54 @@ inline void QuantizedParts::validate() const {
 
 /// Checks the parameters given to quantize() for scheme `s` over `shape`: the scheme itself, one
 /// scale per param group (finite and > 0, also once rounded to the scale type) and, for affine
-/// schemes, one offset per group within [qmin, qmax] (symmetric: none). The router calls it at
-/// the call, so async callers hear of a bad parameter at once; quant::quantize calls it too.
+/// schemes, one offset per group within [qmin, qmax] (symmetric: none). With two levels
+/// (`s.tensor_scale`), `scales` holds the group scales and then the tensor scale, and every
+/// product of the two (as stored) must be finite and > 0 too. The router calls it at the call,
+/// so async callers hear of a bad parameter at once; quant::quantize calls it too.
 inline void check_params(const Scheme& s, const Shape& shape, std::span<const float> scales,
                          std::span<const std::int32_t> offsets) {
   s.validate_for(shape);
   const std::int64_t np = num_params(s, shape);
-  if (scales.size() != static_cast<std::size_t>(np))
+  const std::size_t want_scales = static_cast<std::size_t>(np) + (s.tensor_scale ? 1 : 0);
+  if (scales.size() != want_scales)
     ferry::detail::raise<QuantError>(
-        "quant.args", "quantize: '{}' over shape {}: {} scales given, expected {} (param shape {})",
-        s, shape, scales.size(), np, param_shape(s, shape));
+        "quant.args",
+        "quantize: '{}' over shape {}: {} scales given, expected {} (param shape {}{})", s, shape,
+        scales.size(), want_scales, param_shape(s, shape),
+        s.tensor_scale ? ", then the tensor scale" : "");
   const std::size_t want_offsets = s.mode == Mode::affine ? static_cast<std::size_t>(np) : 0;
   if (offsets.size() != want_offsets)
     ferry::detail::raise<QuantError>(
         "quant.args", "quantize: '{}' over shape {}: {} offsets given, expected {} ({})", s, shape,
         offsets.size(), want_offsets,
         s.mode == Mode::affine ? "one per param" : "symmetric schemes take no offsets");
-  for (std::size_t p = 0; p < scales.size(); ++p) {
-    const float v = scales[p], stored = round_to(s.scale_type, v);
+  const auto check_one = [&](std::size_t p, ScaleType type, const char* what) {
+    const float v = scales[p], stored = round_to(type, v);
     if (!(std::isfinite(v) && v > 0.0f) || !(std::isfinite(stored) && stored > 0.0f))
       ferry::detail::raise<QuantError>(
           "quant.scale",
-          "quantize: '{}' over shape {}: scale {} of param {} is {} as {}; scales must be finite "
+          "quantize: '{}' over shape {}: {} {} of param {} is {} as {}; scales must be finite "
           "and > 0",
-          s, shape, v, p, stored, s.scale_type);
-    if (s.scale_type == ScaleType::ue8m0 && stored != v)
+          s, shape, what, v, p, stored, type);
+    if (type == ScaleType::ue8m0 && stored != v)
       ferry::detail::raise<QuantError>(
           "quant.scale",
-          "quantize: '{}' over shape {}: scale {} of param {} is not a power of two, which a "
+          "quantize: '{}' over shape {}: {} {} of param {} is not a power of two, which a "
           "ue8m0 scale must be (the next one up is {})",
-          s, shape, v, p, stored);
+          s, shape, what, v, p, stored);
+    return stored;
+  };
+  const float t = s.tensor_scale
+                      ? check_one(static_cast<std::size_t>(np), *s.tensor_scale, "tensor scale")
+                      : 1.0f;
+  for (std::size_t p = 0; p < static_cast<std::size_t>(np); ++p) {
+    const float b = check_one(p, s.scale_type, "scale");
+    if (!(std::isfinite(b * t) && b * t > 0.0f))
+      ferry::detail::raise<QuantError>(
+          "quant.scale",
+          "quantize: '{}' over shape {}: scale {} of param {} times the tensor scale {} is {}; "
+          "scales must be finite and > 0",
+          s, shape, b, p, t, b * t);
   }
   const std::int32_t qn = qmin(s.value, s.mode), qx = qmax(s.value, s.mode);
   for (std::size_t p = 0; p < offsets.size(); ++p)

@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <string_view>
@@ -224,6 +225,11 @@ struct Scheme {
   std::vector<std::int64_t> block;
   Storage storage = Storage::native;
   ScaleType scale_type = ScaleType::f32;
+  /// Two levels of scales: when set, one more scale of this type for the whole tensor, stored
+  /// after the per-group scales in the same buffer. An element's scale is then the f32 product
+  /// (block scale) * (tensor scale), rounded once, and all arithmetic uses that product. Not
+  /// with per_tensor granularity (it would be a second scale for the same elements).
+  std::optional<ScaleType> tensor_scale;
 
   static Scheme of(ValueType v) {
     Scheme s;
@@ -241,6 +247,15 @@ struct Scheme {
     Scheme s = of(ValueType::e2m1).per_block({32});
     s.storage = Storage::packed_u8;
     s.scale_type = ScaleType::ue8m0;
+    return s;
+  }
+  /// NVIDIA NVFP4: e2m1 values (two per byte) in blocks of 16 along the last dim, a ue4m3
+  /// scale per block and an f32 scale for the tensor.
+  static Scheme nvfp4() {
+    Scheme s = of(ValueType::e2m1).per_block({16});
+    s.storage = Storage::packed_u8;
+    s.scale_type = ScaleType::ue4m3;
+    s.tensor_scale = ScaleType::f32;
     return s;
   }
   [[nodiscard]] Scheme symmetric() const {
@@ -281,6 +296,10 @@ struct Scheme {
   }
   [[nodiscard]] Scheme scales(ScaleType t) const {
     return with([t](Scheme& s) { s.scale_type = t; });
+  }
+  /// Adds (or, with std::nullopt, removes) the second level: one scale of type `t` per tensor.
+  [[nodiscard]] Scheme tensor_scales(std::optional<ScaleType> t) const {
+    return with([t](Scheme& s) { s.tensor_scale = t; });
   }
 
   /// Checks the scheme on its own; throws QuantError saying what is wrong.
@@ -340,7 +359,7 @@ struct fmt::formatter<ferry::quant::ScaleType> : ferry::detail::TextFormatter {
 };
 
 /// Prints e.g. `int4 affine per_block[32] packed_u8 scale=f16`, `int8 symmetric per_axis(0)
-/// native scale=f32`.
+/// native scale=f32`, `fp4_e2m1 symmetric per_block[16] packed_u8 scale=ue4m3 tensor_scale=f32`.
 template <>
 struct fmt::formatter<ferry::quant::Scheme> : ferry::detail::TextFormatter {
   template <class Ctx>
@@ -353,8 +372,10 @@ struct fmt::formatter<ferry::quant::Scheme> : ferry::detail::TextFormatter {
       g += ferry::detail::joined(s.block, ",");
       g += ']';
     }
-    return write(fmt::format("{} {} {} {} scale={}", s.value, s.mode, g, s.storage, s.scale_type),
-                 ctx);
+    std::string out =
+        fmt::format("{} {} {} {} scale={}", s.value, s.mode, g, s.storage, s.scale_type);
+    if (s.tensor_scale) out += fmt::format(" tensor_scale={}", *s.tensor_scale);
+    return write(out, ctx);
   }
 };
 
@@ -386,6 +407,11 @@ inline void Scheme::validate() const {
   if (!detail::name(storage)) bad(fmt::format("unknown storage {}", static_cast<int>(storage)));
   if (!detail::name(scale_type))
     bad(fmt::format("unknown scale type {}", static_cast<int>(scale_type)));
+  if (tensor_scale && !detail::name(*tensor_scale))
+    bad(fmt::format("unknown tensor scale type {}", static_cast<int>(*tensor_scale)));
+  if (tensor_scale && granularity == Granularity::per_tensor)
+    bad("a tensor scale needs per_axis or per_block granularity (per_tensor already has one "
+        "scale for the whole tensor)");
   if (storage == Storage::packed_u8 && bits(value) == 8)
     bad("packed_u8 storage of 8-bit values is the native layout; use native");
   if (is_float(value) && mode == Mode::affine)

@@ -189,7 +189,30 @@ class Finalizer {
         top_(max_value(parts.scheme.value)),
         affine_(parts.scheme.mode == Mode::affine),
         signed_(is_signed(parts.scheme.value) || is_float(parts.scheme.value)),
-        smallest_(smallest_normal(type_)) {}
+        smallest_(smallest_normal(type_)),
+        two_level_(parts.scheme.tensor_scale.has_value()),
+        outer_(parts.tensor_scale()),
+        cap_(largest_finite(type_)) {}
+
+  // The largest finite value of a scale type: where a block scale relative to the tensor scale
+  // is capped (the tensor scale's own rounding may push the largest block a little past it).
+  static float largest_finite(ScaleType t) noexcept {
+    switch (t) {
+      case ScaleType::f16:
+        return 65504.0f;
+      case ScaleType::bf16:
+        return 0x1.fep127f;
+      case ScaleType::ue8m0:
+        return 0x1p127f;
+      case ScaleType::ue4m3:
+        return 448.0f;
+      default:
+        return std::numeric_limits<float>::max();
+    }
+  }
+  // With two levels, what the largest block scale of a tensor is made: 448 for ue4m3 (the
+  // NVFP4 recipe: tensor scale = max|x| / (6 * 448)), 1 for the wider types.
+  static float block_top(ScaleType t) noexcept { return t == ScaleType::ue4m3 ? 448.0f : 1.0f; }
 
   // What a nonzero scale that rounds to 0 in the scale type becomes: the type's smallest normal.
   static float smallest_normal(ScaleType t) noexcept {
@@ -214,13 +237,14 @@ class Finalizer {
       range = hi - lo;
       scale = range / static_cast<float>(qx_ - qn_);
     }
-    if (range == 0.0f) scale = 1.0f;
     if (!std::isfinite(scale))
       ferry::detail::raise<QuantError>(
           "quant.range",
           "quantize_dynamic: '{}' over shape {}: param {} spans [{}, {}], which has no finite "
           "scale",
           parts_->scheme, parts_->shape, p, lo, hi);
+    if (two_level_) scale = std::min(scale / outer_, cap_);  // relative to the tensor's
+    if (range == 0.0f) scale = 1.0f;
     float stored = round_to(type_, scale);
     if (stored == 0.0f) stored = smallest_;
     if (!std::isfinite(stored))
@@ -230,7 +254,7 @@ class Finalizer {
                                        parts_->scheme, parts_->shape, scale, p, lo, hi, type_);
     store_scale(type_, stored, scales_ + static_cast<std::size_t>(p) * sb_);
     if (affine_) {
-      const float t = static_cast<float>(qn_) - lo / stored;
+      const float t = static_cast<float>(qn_) - lo / (stored * outer_);
       const float r =
           std::clamp(std::nearbyint(t), static_cast<float>(qn_), static_cast<float>(qx_));
       offsets_[p] = static_cast<unsigned char>(static_cast<std::int32_t>(r));
@@ -247,7 +271,41 @@ class Finalizer {
   float top_;  // the value the largest |x| (or x) maps to: qmax, or a float type's largest
   bool affine_, signed_;
   float smallest_;
+  bool two_level_;
+  float outer_;  // the stored tensor scale (1 with one level)
+  float cap_;
 };
+
+/// Two levels: calibrates and stores the tensor scale (the last bytes of parts.scales), so that
+/// the largest group scale becomes Finalizer::block_top of the group scale type. Call before
+/// the Finalizer and the kernel args are made: both read it.
+inline void store_tensor_scale(QuantizedParts& parts, std::span<const float> x) {
+  const Scheme& s = parts.scheme;
+  const auto n = static_cast<std::int64_t>(x.size());
+  std::vector<float> part(static_cast<std::size_t>(ceil_div(n, kChunk)), 0.0f);
+  for_chunks(0, n, [&](std::int64_t b, std::int64_t e) {
+    float lo = 0.0f, hi = 0.0f;
+    minmax_uniform(x.data() + b, e - b, lo, hi);
+    part[static_cast<std::size_t>(b / kChunk)] = std::max(hi, -lo);
+  });
+  float amax = 0.0f;
+  for (const float m : part) amax = std::max(amax, m);
+  const bool affine = s.mode == Mode::affine;
+  const float span = affine ? static_cast<float>(qmax(s.value, s.mode) - qmin(s.value, s.mode))
+                            : max_value(s.value);
+  float t = (affine ? 2.0f * amax : amax) / (span * Finalizer::block_top(s.scale_type));
+  if (amax == 0.0f) t = 1.0f;
+  float stored = std::isfinite(t) ? round_to(*s.tensor_scale, t) : t;
+  if (stored == 0.0f) stored = Finalizer::smallest_normal(*s.tensor_scale);
+  if (!std::isfinite(stored))
+    ferry::detail::raise<QuantError>(
+        "quant.range",
+        "quantize_dynamic: '{}' over shape {}: the largest |x| is {}, which has no finite tensor "
+        "scale as {}",
+        s, parts.shape, amax, *s.tensor_scale);
+  store_scale(*s.tensor_scale, stored,
+              parts.scales.data() + (parts.scales.size() - tensor_scale_bytes(s)));
+}
 
 inline QuantizedParts empty_parts(const Scheme& s, const Shape& shape, std::int64_t np,
                                   const VectorSource* src) {
@@ -255,7 +313,8 @@ inline QuantizedParts empty_parts(const Scheme& s, const Shape& shape, std::int6
   p.scheme = s;
   p.shape = shape;
   const std::size_t nd = data_bytes(s, shape.numel());
-  const std::size_t ns = static_cast<std::size_t>(np) * scale_bytes(s.scale_type);
+  const std::size_t ns =
+      static_cast<std::size_t>(np) * scale_bytes(s.scale_type) + tensor_scale_bytes(s);
   const std::size_t no = s.mode == Mode::affine ? static_cast<std::size_t>(np) : 0;
   if (src != nullptr) {
     p.data = src->take(nd);
@@ -303,6 +362,9 @@ FERRY_FUNC QuantizedParts quantize(const Scheme& s, const Shape& shape, std::spa
       parts.offsets[static_cast<std::size_t>(p)] =
           static_cast<std::byte>(static_cast<unsigned char>(offsets[static_cast<std::size_t>(p)]));
   }
+  if (s.tensor_scale)  // the last of `scales`, after the groups' (check_params counted them)
+    store_scale(*s.tensor_scale, scales[static_cast<std::size_t>(np)],
+                parts.scales.data() + static_cast<std::size_t>(np) * sb);
   const detail::Canon c = detail::make_canon(s, shape);
   const detail::KernelArgs a = detail::kernel_args(parts, c);
   auto* out = reinterpret_cast<unsigned char*>(parts.data.data());
@@ -325,6 +387,7 @@ FERRY_FUNC QuantizedParts quantize_dynamic(const Scheme& s, const Shape& shape,
   const detail::Canon c = detail::make_canon(s, shape);
   std::vector<float> lo(static_cast<std::size_t>(np), 0.0f), hi(static_cast<std::size_t>(np), 0.0f);
   auto* out = reinterpret_cast<unsigned char*>(parts.data.data());
+  if (s.tensor_scale) detail::store_tensor_scale(parts, x);
   const detail::KernelArgs a = detail::kernel_args(parts, c);
   const detail::Finalizer finalize(parts);
   if (numel == 0) {

@@ -84,13 +84,16 @@ class Cursor {
   std::int64_t base_ = 0;
 };
 
-/// Read access to stored scales and offsets.
+/// Read access to stored scales and offsets. With two levels, scale() and decode() give each
+/// group's effective scale: its stored scale times the stored tensor scale, in f32.
 struct ParamReader {
   const unsigned char* scales;
   const unsigned char* offsets;  // null for symmetric
   ScaleType type;
   std::size_t sb;
   bool offsets_signed;
+  bool two_level;
+  float outer;  // the tensor scale; 1 with one level
 
   explicit ParamReader(const QuantizedParts& p)
       : scales(reinterpret_cast<const unsigned char*>(p.scales.data())),
@@ -99,11 +102,14 @@ struct ParamReader {
                     : nullptr),
         type(p.scheme.scale_type),
         sb(scale_bytes(p.scheme.scale_type)),
-        offsets_signed(is_signed(p.scheme.value)) {}
+        offsets_signed(is_signed(p.scheme.value)),
+        two_level(p.scheme.tensor_scale.has_value()),
+        outer(p.tensor_scale()) {}
 
   [[nodiscard]] float scale(std::int64_t p) const {
-    return load_scale(
+    const float s = load_scale(
         type, reinterpret_cast<const std::byte*>(scales + static_cast<std::size_t>(p) * sb));
+    return two_level ? s * outer : s;
   }
   [[nodiscard]] std::int32_t offset(std::int64_t p) const noexcept {
     if (!offsets) return 0;
@@ -135,6 +141,8 @@ struct ParamReader {
         break;
       }
     }
+    if (two_level)
+      for (std::int64_t i = 0; i < n; ++i) s[i] *= outer;
     if (!offsets) {
       std::fill(o, o + n, 0);
     } else if (offsets_signed) {
