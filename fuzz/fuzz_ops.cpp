@@ -236,8 +236,9 @@ class Driver {
   }
 
   q::Scheme scheme_of(const Step& s) {
-    auto sc = q::Scheme::of(static_cast<q::ValueType>(s.a[1] % 6));
+    auto sc = q::Scheme::of(static_cast<q::ValueType>(s.a[1] % 9));
     if (s.a[2] & 1) sc = sc.affine();
+    if (((s.a[1] >> 4) & 3) == 1) sc = sc.symmetric_full();  // invalid on unsigned and floats
     switch ((s.a[2] >> 1) % 3) {
       case 1:
         sc = sc.per_axis(static_cast<std::int64_t>(s.a[3] % 5) - 2);
@@ -262,7 +263,9 @@ class Driver {
       default:
         break;
     }
-    return sc.scales(static_cast<q::ScaleType>((s.a[2] >> 5) % 3));
+    if (((s.a[1] >> 4) & 3) == 2) sc = sc.tensor_scales(q::ScaleType::f32);  // two levels
+    if (((s.a[1] >> 4) & 3) == 3) sc = sc.tensor_scales(q::ScaleType::ue8m0);
+    return sc.scales(static_cast<q::ScaleType>((s.a[2] >> 5) % 5));
   }
 
   Shape reshape_target(const T& x, std::uint8_t b1, std::uint8_t b2) {

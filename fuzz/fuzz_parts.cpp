@@ -50,7 +50,7 @@ Input decode(FuzzedDataProvider& in) {
   Input x;
   // Enumerators, two past the last valid value each, so corrupt ones are exercised too.
   x.scheme.value = static_cast<q::ValueType>(in.ConsumeIntegralInRange<int>(0, 7));
-  x.scheme.mode = static_cast<q::Mode>(in.ConsumeIntegralInRange<int>(0, 3));
+  x.scheme.mode = static_cast<q::Mode>(in.ConsumeIntegralInRange<int>(0, 4));
   x.scheme.granularity = static_cast<q::Granularity>(in.ConsumeIntegralInRange<int>(0, 4));
   x.scheme.storage = static_cast<q::Storage>(in.ConsumeIntegralInRange<int>(0, 4));
   x.scheme.scale_type = static_cast<q::ScaleType>(in.ConsumeIntegralInRange<int>(0, 4));

@@ -1013,3 +1013,53 @@ TEST_CASE("two levels of scales: NVFP4 and a tensor scale on any scheme", "[quan
     }
   }
 }
+
+TEST_CASE("symmetric_full: the lowest signed code is used, as PyTorch's symmetric observers",
+          "[quant]") {
+  using ferry_test::Contains;
+  REQUIRE(qmin(ValueType::i8, Mode::symmetric_full) == -128);
+  REQUIRE(qmin(ValueType::i4, Mode::symmetric_full) == -8);
+  REQUIRE(qmin(ValueType::i2, Mode::symmetric_full) == -2);
+  REQUIRE(qmax(ValueType::i8, Mode::symmetric_full) == 127);
+  REQUIRE(fmt::format("{}", Scheme::of(ValueType::i4).symmetric_full().packed_u8()) ==
+          "int4 symmetric_full per_tensor packed_u8 scale=f32");
+  for (auto v : {ValueType::u8, ValueType::u4, ValueType::e4m3, ValueType::e2m1})
+    REQUIRE_THROWS_MATCHES(Scheme::of(v).symmetric_full().validate(), ferry::QuantError,
+                           Contains("symmetric_full needs a signed integer value type"));
+  SECTION("by hand: max|x| = 127.5 gives scale 1; -127.5 -> -128 and 127.5 saturates to 127") {
+    const std::vector<float> x{-127.5f, -63.7f, 0.0f, 31.5f, 127.5f, -0.5f};
+    const auto q = quantize_dynamic(Scheme::of(ValueType::i8).symmetric_full(), Shape{6}, x);
+    REQUIRE(q.scale(0) == 1.0f);
+    REQUIRE(q.offsets.empty());
+    REQUIRE(values(q) == std::vector<std::int32_t>{-128, -64, 0, 32, 127, 0});  // ties to even
+    std::vector<float> deq(6);
+    dequantize(q, deq);
+    REQUIRE(deq == std::vector<float>{-128, -64, 0, 32, 127, 0});
+    // Given scales: the same codes; symmetric (not full) stops at -127.
+    const auto g = quantize(Scheme::of(ValueType::i8).symmetric_full(), Shape{6}, x,
+                            std::vector<float>{1.0f}, {});
+    REQUIRE(g == q);
+    REQUIRE(values(quantize(Scheme::of(ValueType::i8), Shape{6}, x, std::vector<float>{1.0f},
+                            {}))[0] == -127);
+  }
+  SECTION("per axis int4, packed, against the formula") {
+    const Scheme s = Scheme::of(ValueType::i4).symmetric_full().per_axis(0).packed_u8();
+    const Shape shape{3, 9};
+    std::vector<float> x(27);
+    for (std::size_t i = 0; i < 27; ++i) x[i] = std::cos(static_cast<float>(i)) * (1.0f + i / 9);
+    const auto q = quantize_dynamic(s, shape, x);
+    const auto v = values(q);
+    for (std::int64_t r = 0; r < 3; ++r) {
+      float amax = 0;
+      for (std::int64_t j = 0; j < 9; ++j)
+        amax = std::max(amax, std::fabs(x[static_cast<std::size_t>(r * 9 + j)]));
+      const float scale = amax / 7.5f;  // (7 - -8) / 2
+      REQUIRE(q.scale(r) == scale);
+      for (std::int64_t j = 0; j < 9; ++j) {
+        const float t = x[static_cast<std::size_t>(r * 9 + j)] / scale;
+        const auto want = static_cast<std::int32_t>(std::clamp(std::nearbyint(t), -8.0f, 7.0f));
+        REQUIRE(v[static_cast<std::size_t>(r * 9 + j)] == want);
+      }
+    }
+  }
+}

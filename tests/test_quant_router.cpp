@@ -24,15 +24,18 @@ std::vector<Scheme> all_schemes() {
   std::vector<Scheme> out;
   for (auto v : {ValueType::i8, ValueType::u8, ValueType::i4, ValueType::u4, ValueType::i2,
                  ValueType::u2, ValueType::e4m3, ValueType::e5m2, ValueType::e2m1})
-    for (auto m : {Mode::symmetric, Mode::affine})
+    for (auto m : {Mode::symmetric, Mode::affine, Mode::symmetric_full})
       for (int g = 0; g < 4; ++g)
         for (auto st : {Storage::native, Storage::packed_u8, Storage::packed_u32})
           for (auto sc : {ScaleType::f32, ScaleType::f16, ScaleType::bf16, ScaleType::ue8m0,
                           ScaleType::ue4m3}) {
-            if (st == Storage::packed_u8 && bits(v) == 8) continue;  // not a valid scheme
-            if (is_float(v) && m == Mode::affine) continue;          // nor this
+            if (st == Storage::packed_u8 && bits(v) == 8) continue;    // not a valid scheme
+            if (is_float(v) && m == Mode::affine) continue;            // nor this
+            if (m == Mode::symmetric_full && !is_signed(v)) continue;  // nor this
             Scheme s = Scheme::of(v);
-            s = m == Mode::affine ? s.affine() : s.symmetric();
+            s = m == Mode::affine           ? s.affine()
+                : m == Mode::symmetric_full ? s.symmetric_full()
+                                            : s.symmetric();
             s = g == 0   ? s.per_tensor()
                 : g == 1 ? s.per_axis(1)
                 : g == 2 ? s.per_block({32})
@@ -59,7 +62,9 @@ TEST_CASE("every scheme moves device 0 -> 1 -> 0 bit-exact and dequantizes ident
   // Integers: 6 types x 2 modes x 4 granularities x 3 storages, less packed_u8 of the 8-bit
   // ones; floats: symmetric only, e4m3 and e5m2 without packed_u8; each with 5 scale types,
   // and the three quarters that are not per tensor once more for each of two two-level pairs.
-  constexpr std::size_t per_scale_type = 6 * 2 * 4 * 3 - 2 * 2 * 4 + (2 * 2 + 3) * 4;
+  // symmetric_full: the 3 signed integer types, less packed_u8 of int8.
+  constexpr std::size_t per_scale_type =
+      6 * 2 * 4 * 3 - 2 * 2 * 4 + (2 * 2 + 3) * 4 + (3 * 4 * 3 - 4);
   REQUIRE(schemes.size() == per_scale_type * 5 + per_scale_type / 4 * 3 * 2);
   for (const auto& s : schemes) {
     CAPTURE(fmt::format("{}", s));

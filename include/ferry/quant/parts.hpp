@@ -84,7 +84,7 @@ struct QuantizedParts {
   }
   /// The offset of param `param`; 0 for symmetric schemes. IndexError when out of range.
   [[nodiscard]] std::int32_t offset(std::int64_t param) const {
-    if (scheme.mode == Mode::symmetric) {
+    if (scheme.mode != Mode::affine) {
       check_param(param, group_scales(), "offset");
       return 0;
     }

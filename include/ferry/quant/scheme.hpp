@@ -28,8 +28,11 @@ namespace ferry::quant {
 /// patterns, so packing, moves and layout ops treat them as unsigned codes; see minifloat.hpp
 /// for their values and rounding. Float values are symmetric only (a code has no zero point).
 enum class ValueType : std::uint8_t { i8, u8, i4, u4, i2, u2, e4m3, e5m2, e2m1 };
-/// symmetric: `x = q * scale` (no offset); affine: `x = (q - offset) * scale`.
-enum class Mode : std::uint8_t { symmetric, affine };
+/// symmetric: `x = q * scale` (no offset), signed values in [-(2^(b-1) - 1), 2^(b-1) - 1];
+/// affine: `x = (q - offset) * scale`; symmetric_full: `x = q * scale` over the full signed
+/// range [-2^(b-1), 2^(b-1) - 1] (signed integers only; PyTorch's symmetric observers, burn's
+/// Q8F), calibrated with `scale = max|x| / ((qmax - qmin) / 2)`.
+enum class Mode : std::uint8_t { symmetric, affine, symmetric_full };
 /// Which elements share one scale (and offset).
 enum class Granularity : std::uint8_t { per_tensor, per_axis, per_block };
 /// How values are laid out in bytes: one value per byte (`native`, sign-extended), or packed
@@ -71,6 +74,8 @@ inline const char* name(Mode m) noexcept {
       return "symmetric";
     case Mode::affine:
       return "affine";
+    case Mode::symmetric_full:
+      return "symmetric_full";
   }
   return nullptr;
 }
@@ -159,7 +164,7 @@ inline float max_value(ValueType v);
 
 /// Smallest quantized value (for float types: the smallest code, 0). Symmetric signed ranges
 /// drop the most negative code (int8 -> [-127, 127]) so that the range is symmetric around zero;
-/// symmetric unsigned is [0, 2^b-1].
+/// symmetric_full keeps it (int8 -> [-128, 127]); symmetric unsigned is [0, 2^b-1].
 inline std::int32_t qmin(ValueType v, Mode m) {
   const int b = bits(v);
   if (!is_signed(v)) return 0;
@@ -263,6 +268,10 @@ struct Scheme {
   }
   [[nodiscard]] Scheme affine() const {
     return with([](Scheme& s) { s.mode = Mode::affine; });
+  }
+  /// Symmetric over the full signed range, the lowest code included (see Mode).
+  [[nodiscard]] Scheme symmetric_full() const {
+    return with([](Scheme& s) { s.mode = Mode::symmetric_full; });
   }
   [[nodiscard]] Scheme per_tensor() const {
     return with([](Scheme& s) {
@@ -416,6 +425,11 @@ inline void Scheme::validate() const {
     bad("packed_u8 storage of 8-bit values is the native layout; use native");
   if (is_float(value) && mode == Mode::affine)
     bad(fmt::format("{} values are symmetric only (a float code has no zero point)", value));
+  if (mode == Mode::symmetric_full && !is_signed(value))
+    bad(
+        fmt::format("symmetric_full needs a signed integer value type; {} has no lowest code to "
+                    "add (use symmetric)",
+                    value));
   if (granularity == Granularity::per_block) {
     if (block.empty()) bad("per_block needs a block shape of at least one dim");
     for (std::size_t i = 0; i < block.size(); ++i)

@@ -174,6 +174,15 @@ inline void calibrate_range(const Canon& c, const float* x, std::int64_t begin, 
   }
 }
 
+/// What a symmetric group's largest |x| maps to: the value type's largest (qmax, or a float
+/// type's), or (qmax - qmin) / 2 over the full signed range (127.5 for int8, as PyTorch's
+/// symmetric observers: -max|x| lands on -128, +max|x| saturates to 127).
+inline float symmetric_top(const Scheme& s) {
+  if (s.mode == Mode::symmetric_full)
+    return static_cast<float>(qmax(s.value, s.mode) - qmin(s.value, s.mode)) / 2.0f;
+  return max_value(s.value);
+}
+
 /// Turns calibrated ranges into stored scales (and offsets); built once per call so that the
 /// per-param work is a few float ops (per-block-32 has a param every 32 elements).
 class Finalizer {
@@ -186,7 +195,7 @@ class Finalizer {
         sb_(scale_bytes(parts.scheme.scale_type)),
         qn_(qmin(parts.scheme.value, parts.scheme.mode)),
         qx_(qmax(parts.scheme.value, parts.scheme.mode)),
-        top_(max_value(parts.scheme.value)),
+        top_(symmetric_top(parts.scheme)),
         affine_(parts.scheme.mode == Mode::affine),
         signed_(is_signed(parts.scheme.value) || is_float(parts.scheme.value)),
         smallest_(smallest_normal(type_)),
@@ -291,8 +300,8 @@ inline void store_tensor_scale(QuantizedParts& parts, std::span<const float> x) 
   float amax = 0.0f;
   for (const float m : part) amax = std::max(amax, m);
   const bool affine = s.mode == Mode::affine;
-  const float span = affine ? static_cast<float>(qmax(s.value, s.mode) - qmin(s.value, s.mode))
-                            : max_value(s.value);
+  const float span =
+      affine ? static_cast<float>(qmax(s.value, s.mode) - qmin(s.value, s.mode)) : symmetric_top(s);
   float t = (affine ? 2.0f * amax : amax) / (span * Finalizer::block_top(s.scale_type));
   if (amax == 0.0f) t = 1.0f;
   float stored = std::isfinite(t) ? round_to(*s.tensor_scale, t) : t;
