@@ -342,3 +342,104 @@ TEST_CASE("layout ops compose: slice, transpose and flip a per-block weight", "[
         }));
   REQUIRE_NOTHROW(f.validate());
 }
+
+TEST_CASE("q_expand broadcasts values and params for every granularity", "[quant][layout]") {
+  const Shape sh{3, 1, 7};
+  const Shape to{2, 3, 4, 7};
+  unsigned seed = 100;
+  for (const Scheme& base : bases())
+    for (const Scheme& g : granularities_357()) {
+      const Scheme s = gran(base, g);
+      const QuantizedParts q = make(s, sh, seed++);
+      INFO(fmt::format("{} over {}", s, sh));
+      const QuantizedParts r = q_expand(q, to);
+      REQUIRE_NOTHROW(r.validate());
+      CHECK(r.shape == to);
+      CHECK(r.scheme == expanded_scheme(s, sh, to));
+      CHECK(deq(r) == naive_map(deq(q), sh, to, [](const Coords& c) {
+              return Coords{c[1], 0, c[3]};
+            }));
+    }
+  const QuantizedParts q = make(Scheme{}.per_axis(-1), sh, 1);
+  CHECK(q_expand(q, to).scheme == Scheme{}.per_axis(3));
+  REQUIRE_THROWS_AS(q_expand(q, Shape{3, 2, 6}), ferry::ShapeError);
+  REQUIRE_THROWS_AS(q_expand(q, Shape{7}), ferry::ShapeError);
+}
+
+TEST_CASE("q_repeat and q_select are exact whenever their shape rule lets them run",
+          "[quant][layout]") {
+  const Shape sh{3, 5, 7};
+  unsigned seed = 200;
+  const std::vector<std::vector<std::int64_t>> all_times{
+      {2, 1, 1}, {1, 3, 1}, {1, 1, 2}, {2, 2, 2}, {1, 0, 1}};
+  int ran = 0, refused = 0;
+  for (const Scheme& base : bases())
+    for (const Scheme& g : granularities_357()) {
+      const Scheme s = gran(base, g);
+      const QuantizedParts q = make(s, sh, seed++);
+      const std::vector<float> x = deq(q);
+      for (const auto& t : all_times) {
+        INFO(fmt::format("{} over {} repeat [{}]", s, sh, fmt::join(t, ",")));
+        bool allowed = true;
+        try {
+          check_repeat(s, sh, t);
+        } catch (const ferry::QuantError&) {
+          allowed = false;
+        }
+        if (!allowed) {
+          ++refused;
+          REQUIRE_THROWS_AS(q_repeat(q, t), ferry::QuantError);
+          continue;
+        }
+        ++ran;
+        const QuantizedParts r = q_repeat(q, t);  // the rule's yes is the walk's yes
+        REQUIRE_NOTHROW(r.validate());
+        const Shape to{3 * t[0], 5 * t[1], 7 * t[2]};
+        CHECK(deq(r) == naive_map(x, sh, to, [](const Coords& c) {
+                return Coords{c[0] % 3, c[1] % 5, c[2] % 7};
+              }));
+      }
+      for (std::int64_t dim = 0; dim < 3; ++dim) {
+        const std::int64_t n = sh[static_cast<std::size_t>(dim)];
+        const std::vector<std::int64_t> idx{n - 1, 0, 0, n / 2, n - 1};
+        INFO(fmt::format("{} over {} select dim {}", s, sh, dim));
+        bool allowed = true;
+        try {
+          check_select(s, sh, static_cast<std::size_t>(dim));
+        } catch (const ferry::QuantError&) {
+          allowed = false;
+        }
+        if (!allowed) {
+          ++refused;
+          REQUIRE_THROWS_AS(q_select(q, dim, idx), ferry::QuantError);
+          continue;
+        }
+        ++ran;
+        const QuantizedParts r = q_select(q, dim, idx);
+        REQUIRE_NOTHROW(r.validate());
+        std::vector<std::int64_t> to = sh.to_vector();
+        to[static_cast<std::size_t>(dim)] = 5;
+        CHECK(deq(r) == naive_map(x, sh, Shape(to), [&](const Coords& c) {
+                Coords src = c;
+                src[static_cast<std::size_t>(dim)] =
+                    idx[static_cast<std::size_t>(c[static_cast<std::size_t>(dim)])];
+                return src;
+              }));
+      }
+    }
+  CHECK(ran > 100);
+  CHECK(refused > 10);
+  // Known answers: per tensor always runs; blocks of 4 along 7 cannot repeat or be picked from.
+  const QuantizedParts b = make(Scheme{}.per_block({4}), sh, 1);
+  REQUIRE_THROWS_MATCHES(q_repeat(b, std::vector<std::int64_t>{1, 1, 2}), ferry::QuantError,
+                         Contains("dim 2 (size 7) is not a multiple of its block 4"));
+  REQUIRE_THROWS_MATCHES(q_select(b, 2, std::vector<std::int64_t>{0}), ferry::QuantError,
+                         Contains("dim 2 is split into blocks of 4"));
+  REQUIRE(q_select(b, 1, std::vector<std::int64_t>{4, 4}).shape == Shape{3, 2, 7});
+  REQUIRE_THROWS_MATCHES(q_select(b, 1, std::vector<std::int64_t>{5}), ferry::IndexError,
+                         Contains("index 5 at position 0 is out of range"));
+  REQUIRE_THROWS_MATCHES(q_select(b, 1, std::vector<std::int64_t>{-1}), ferry::IndexError,
+                         Contains("negative indices are not wrapped"));
+  REQUIRE_THROWS_AS(q_repeat(b, std::vector<std::int64_t>{1, 1}), ferry::ShapeError);
+  REQUIRE_THROWS_AS(q_repeat(b, std::vector<std::int64_t>{1, -1, 1}), ferry::ShapeError);
+}

@@ -182,6 +182,10 @@ TEST_CASE("matmul with quantized weights equals dequantize-then-matmul") {
   }
 }
 
+namespace {
+std::vector<std::pair<std::int64_t, std::int64_t>> rg2() { return {{0, 4}, {2, 5}, {0, 16}}; }
+}  // namespace
+
 TEST_CASE("quantized layout ops through the router agree with the host functions") {
   auto mode = GENERATE(Execution::Inline, Execution::Async);
   Router<EigenCpu> r(EigenCpu(2), {.execution = mode});
@@ -199,6 +203,25 @@ TEST_CASE("quantized layout ops through the router agree with the host functions
   REQUIRE(ferry::q_reshape(q, {1, 4, 6, 16}).to_parts() == q_reshape(p, ferry::Shape{1, 4, 6, 16}));
   // Layout ops also run on the tensor's device after a move.
   REQUIRE(ferry::q_permute(q.to(d1), perm).to_parts() == q_permute(p, perm));
+  // expand, repeat, index_select and narrow route quantized tensors to the exact q_ ops.
+  auto q1 = ferry::q_slice(q, {{0, 4}, {0, 1}});  // [4, 1, 16]
+  const auto p1 = q1.to_parts();
+  REQUIRE(ferry::expand(q1, {3, 4, 5, 16}).to_parts() == q_expand(p1, ferry::Shape{3, 4, 5, 16}));
+  REQUIRE(ferry::q_expand(q1, {-1, 2, -1}).to_parts() == q_expand(p1, ferry::Shape{4, 2, 16}));
+  const std::vector<std::int64_t> times{2, 1, 1};
+  REQUIRE(ferry::q_repeat(q, times).to_parts() == q_repeat(p, times));
+  const std::vector<std::int64_t> idx{3, 0, 0, 2};
+  auto index = r.from_vector(std::vector<std::int32_t>{3, 0, 0, 2}, {4}, d0);
+  REQUIRE(ferry::q_select(q, 0, index).to_parts() == q_select(p, 0, idx));
+  REQUIRE(ferry::index_select(q.to(d1), 0, index.to(d1)).to_parts() == q_select(p, 0, idx));
+  REQUIRE(ferry::q_narrow(q, 1, 2, 3).to_parts() == q_slice(p, rg2()));
+  // The values are the plain ops' on the dequantized tensor, bit for bit.
+  REQUIRE(ferry::dequantize(ferry::q_select(q, 0, index)).to_data() ==
+          ferry::index_select(ferry::dequantize(q), 0, index).to_data());
+  REQUIRE(ferry::dequantize(ferry::q_repeat(q, times)).to_data() ==
+          ferry::repeat(ferry::dequantize(q), times).to_data());
+  REQUIRE(ferry::dequantize(ferry::q_expand(q1, {3, 4, 5, 16})).to_data() ==
+          ferry::expand(ferry::dequantize(q1), {3, 4, 5, 16}).to_data());
 }
 
 TEST_CASE("layout ops that would break a scheme are refused at the call, with the reason") {
@@ -218,7 +241,19 @@ TEST_CASE("layout ops that would break a scheme are refused at the call, with th
                                       Scheme::of(ValueType::i8).per_axis(1));
   REQUIRE_THROWS_MATCHES(ferry::q_reshape(axis, {40, 4}), ferry::QuantError,
                          Says("quantization axis 1 (size 40)"));
+  REQUIRE_THROWS_MATCHES(ferry::q_repeat(blocked, {1, 2}), ferry::QuantError,
+                         Says("dim 1 (size 40) is not a multiple of its block 32, so its second "
+                              "copy would start inside a block"));
+  auto index = r.from_vector(std::vector<std::int64_t>{0, 39}, {2}, d0);
+  REQUIRE_THROWS_MATCHES(ferry::index_select(blocked, 1, index), ferry::QuantError,
+                         Says("dim 1 is split into blocks of 32"));
+  REQUIRE_THROWS_MATCHES(ferry::q_select(r.random_normal({2}, 1, d0), 0, index), ferry::DTypeError,
+                         Says("q_select: tensor"));
   // Allowed forms still work and the tensors are intact.
+  auto rows = r.from_vector(std::vector<std::int64_t>{3, 0}, {2}, d0);
+  REQUIRE(ferry::dequantize(ferry::index_select(blocked, 0, rows)).to_data() ==
+          ferry::index_select(ferry::dequantize(blocked), 0, rows).to_data());
+  REQUIRE(ferry::q_repeat(blocked, {3, 1}).shape() == ferry::Shape{12, 40});
   REQUIRE(ferry::q_reshape(blocked, {2, 2, 40}).shape() == ferry::Shape{2, 2, 40});
   REQUIRE(ferry::q_flip(blocked, {0}).to_parts().shape == ferry::Shape{4, 40});
   REQUIRE(ferry::q_slice(blocked, {{1, 3}, {0, 32}}).shape() == ferry::Shape{2, 32});

@@ -9,4 +9,5 @@
 #include "ferry/quant/minifloat.hpp"
 #include "ferry/quant/pack.hpp"
 #include "ferry/quant/parts.hpp"
+#include "ferry/quant/pick.hpp"
 #include "ferry/quant/scheme.hpp"

@@ -337,9 +337,33 @@ TEST_CASE("quant: add of two quantized tensors", "[quant]") {
   w.check_intact();
 }
 
-TEST_CASE("quant: expand, cat and cast of a quantized tensor", "[quant]") {
+TEST_CASE("quant: index_select across the blocks of a per_block[32] tensor", "[quant]") {
   World w(CATALOGUE_MODES);
-  REQUIRE_RAISES(expand(w.get("q4"), {2, 4, 64}), DTypeError, "expand: operand is quantized");
+  {
+    auto index = w.r.from_vector(std::vector<std::int64_t>{0, 40}, {2}, CpuDevice{0});
+    REQUIRE_RAISES(index_select(w.get("q4"), 1, index), QuantError,
+                   "q_select: scheme 'int4 symmetric per_block[32] packed_u8 scale=f16' on shape "
+                   "[4, 64]: dim 1 is split into blocks of 32, so elements picked by index would "
+                   "not keep the params of their block (select along a dim with block 1, or "
+                   "dequantize first)");
+  }
+  w.check_intact();
+}
+
+TEST_CASE("quant: repeat of a dim that ends in a partial block", "[quant]") {
+  World w(CATALOGUE_MODES);
+  {
+    auto q = q_slice(w.get("q4"), {Range{0, 4}, Range{0, 40}});  // blocks of 32 and 8
+    REQUIRE_RAISES(repeat(q, {1, 2}), QuantError,
+                   "q_repeat: scheme 'int4 symmetric per_block[32] packed_u8 scale=f16' on shape "
+                   "[4, 40]: dim 1 (size 40) is not a multiple of its block 32, so its second copy "
+                   "would start inside a block");
+  }
+  w.check_intact();
+}
+
+TEST_CASE("quant: cat and cast of a quantized tensor", "[quant]") {
+  World w(CATALOGUE_MODES);
   REQUIRE_RAISES(cat(std::vector<T>{w.get("q4"), w.get("q4")}, 0), DTypeError,
                  "cat: operand is quantized");
   REQUIRE_RAISES(cast(w.get("q8"), DType::f32), DTypeError, "cast: operand is quantized");

@@ -35,6 +35,15 @@ void Interpreter<B>::run(op::Flip& o) {
 
 template <Backend B>
 void Interpreter<B>::run(op::Expand& o) {
+  if (o.in.dtype == DType::quantized) {  // q_expand: the values and their params, exactly
+    const Shape& to = o.out.shape;
+    return q_layout(
+        o,
+        [&](auto& b, QH q) -> decltype(b.q_expand(std::move(q), to)) {
+          return b.q_expand(std::move(q), to);
+        },
+        [&](const quant::QuantizedParts& p) { return quant::q_expand(p, to); });
+  }
   unary_layout(o, [&]<Kind K>(std::integral_constant<Kind, K>, H<K> x) {
     return FERRY_KERNEL(H<K>, b_, expand, std::move(x), o.out.shape);
   });
@@ -49,6 +58,15 @@ void Interpreter<B>::run(op::Slice& o) {
 
 template <Backend B>
 void Interpreter<B>::run(op::Repeat& o) {
+  if (o.in.dtype == DType::quantized) {  // q_repeat
+    const std::span<const std::int64_t> t(o.times);
+    return q_layout(
+        o,
+        [&](auto& b, QH q) -> decltype(b.q_repeat(std::move(q), t)) {
+          return b.q_repeat(std::move(q), t);
+        },
+        [&](const quant::QuantizedParts& p) { return quant::q_repeat(p, t); });
+  }
   unary_layout(o, [&]<Kind K>(std::integral_constant<Kind, K>, H<K> x) {
     return FERRY_KERNEL(H<K>, b_, repeat, std::move(x), std::span<const std::int64_t>(o.times));
   });
@@ -125,6 +143,19 @@ void Interpreter<B>::run(op::Gather& o) {
 
 template <Backend B>
 void Interpreter<B>::run(op::IndexSelect& o) {
+  if (o.in.dtype == DType::quantized) {    // q_select: the indices are read on the host
+    const std::vector<std::int64_t> idx =  // saturating: a u64 past int64 is out of range
+        b_.int_into_data(take<Kind::Int>(o.index, "index_select"))
+            .template to_vector<std::int64_t>();
+    const auto dim = static_cast<std::int64_t>(o.dim);
+    return q_layout(
+        o,
+        [&](auto& b,
+            QH q) -> decltype(b.q_select(std::move(q), dim, std::span<const std::int64_t>(idx))) {
+          return b.q_select(std::move(q), dim, std::span<const std::int64_t>(idx));
+        },
+        [&](const quant::QuantizedParts& p) { return quant::q_select(p, dim, idx); });
+  }
   detail::with_plain_kind(o.in.dtype, [&]<Kind K>(std::integral_constant<Kind, K>) {
     auto x = take<K>(o.in, "index_select");
     auto idx = take<Kind::Int>(o.index, "index_select");

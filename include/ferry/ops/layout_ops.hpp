@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <limits>
+#include <memory>
 #include <utility>
 #include <vector>
 
@@ -62,11 +63,10 @@ template <Backend B>
   return detail::emit(detail::TA<B>::core(x, "flip"), dev, std::move(o), x);
 }
 /// Broadcasts to `shape` (numpy rules; may add leading dims). A -1 keeps that dim of `x`, as
-/// torch's expand does.
+/// torch's expand does. A quantized `x` keeps its codes and params (always exact; q_expand).
 template <Backend B>
 [[nodiscard]] Tensor<B> expand(Tensor<B> x, Shape shape) {
   const auto dev = detail::common_device("expand", x);
-  detail::not_quantized("expand", x.dtype());
   const Shape asked = shape;
   if (shape.rank() < x.rank())
     detail::raise<ShapeError>("shape", "expand: shape {} cannot be expanded to {} (fewer dims)",
@@ -81,7 +81,11 @@ template <Backend B>
   if (detail::broadcast("expand", x.shape(), shape) != shape)
     detail::raise<ShapeError>("shape", "expand: shape {} cannot be expanded to {}", x.shape(),
                               asked);
-  op::Expand o{detail::TA<B>::ref(x), detail::out_ref(x, std::move(shape), x.dtype())};
+  auto sch = x.is_quantized() ? std::make_shared<const quant::Scheme>(
+                                    quant::expanded_scheme(x.scheme(), x.shape(), shape))
+                              : nullptr;  // a quantized x: q_expand, its params follow exactly
+  op::Expand o{detail::TA<B>::ref(x),
+               detail::out_ref(x, std::move(shape), x.dtype(), std::move(sch))};
   return detail::emit(detail::TA<B>::core(x, "expand"), dev, std::move(o), x);
 }
 namespace detail {
@@ -205,26 +209,31 @@ template <Backend B>
                detail::out_ref(x, index.shape(), x.dtype())};
   return detail::emit(detail::TA<B>::core(x, "gather"), dev, std::move(o), x, index);
 }
-/// Picks the entries `index` (1-D int) along `dim`.
+/// Picks the entries `index` (1-D int) along `dim`. A quantized `x` keeps its codes and params
+/// when `dim` has block 1 (or one block) in its scheme, else QuantError (q_select).
 template <Backend B>
 [[nodiscard]] Tensor<B> index_select(Tensor<B> x, std::int64_t dim, Tensor<B> index) {
   const auto dev = detail::common_device("index_select", x, index);
-  detail::not_quantized("index_select", x.dtype());
   detail::want_kind("index_select", index.dtype(), {Kind::Int}, "an int index");
   const auto d = x.shape().axis(dim, "index_select");
   if (index.rank() != 1)
     detail::raise<ShapeError>("shape", "index_select: index must be 1-D, got {}", index.shape());
   std::vector<std::int64_t> s = x.shape().to_vector();
   s[d] = index.shape()[0];
+  std::shared_ptr<const quant::Scheme> sch;
+  if (x.is_quantized()) {  // q_select: the params are picked with the values, or QuantError
+    quant::check_select(x.scheme(), x.shape(), d);
+    sch = std::make_shared<const quant::Scheme>(x.scheme());
+  }
   op::IndexSelect o{detail::TA<B>::ref(x), d, detail::TA<B>::ref(index),
-                    detail::out_ref(x, Shape(std::move(s)), x.dtype())};
+                    detail::out_ref(x, Shape(std::move(s)), x.dtype(), std::move(sch))};
   return detail::emit(detail::TA<B>::core(x, "index_select"), dev, std::move(o), x, index);
 }
-/// torch.Tensor.repeat: tiles `x` times[i] along dim i (times.size() == rank).
+/// torch.Tensor.repeat: tiles `x` times[i] along dim i (times.size() == rank). A quantized `x`
+/// keeps its codes and params when every repeated dim holds whole blocks (q_repeat).
 template <Backend B>
 [[nodiscard]] Tensor<B> repeat(Tensor<B> x, std::vector<std::int64_t> times) {
   const auto dev = detail::common_device("repeat", x);
-  detail::not_quantized("repeat", x.dtype());
   if (times.size() != x.rank())
     detail::raise<ShapeError>("shape", "repeat: {} repeat counts for shape {} of rank {}",
                               times.size(), x.shape(), x.rank());
@@ -238,8 +247,13 @@ template <Backend B>
                                 i, x.shape(), times[i]);
     s[i] = *d;
   }
+  std::shared_ptr<const quant::Scheme> sch;
+  if (x.is_quantized()) {  // q_repeat: whole blocks only, or QuantError
+    quant::check_repeat(x.scheme(), x.shape(), times);
+    sch = std::make_shared<const quant::Scheme>(x.scheme());
+  }
   op::Repeat o{detail::TA<B>::ref(x), std::move(times),
-               detail::out_ref(x, Shape(std::move(s)), x.dtype())};
+               detail::out_ref(x, Shape(std::move(s)), x.dtype(), std::move(sch))};
   return detail::emit(detail::TA<B>::core(x, "repeat"), dev, std::move(o), x);
 }
 

@@ -130,4 +130,31 @@ template <Backend B>
   return detail::emit(detail::TA<B>::core(x, "q_slice"), dev, std::move(o), x);
 }
 
+/// expand of a quantized tensor (and a check that it is one): exact, params repeated.
+template <Backend B>
+[[nodiscard]] Tensor<B> q_expand(Tensor<B> x, Shape shape) {
+  detail::want_quantized("q_expand", x);
+  return expand(std::move(x), std::move(shape));
+}
+/// repeat of a quantized tensor: QuantError when a repeated dim would split a block.
+template <Backend B>
+[[nodiscard]] Tensor<B> q_repeat(Tensor<B> x, std::vector<std::int64_t> times) {
+  detail::want_quantized("q_repeat", x);
+  return repeat(std::move(x), std::move(times));
+}
+/// index_select of a quantized tensor (burn's q_select): QuantError when `dim` is split into
+/// blocks larger than 1.
+template <Backend B>
+[[nodiscard]] Tensor<B> q_select(Tensor<B> x, std::int64_t dim, Tensor<B> index) {
+  detail::want_quantized("q_select", x);
+  return index_select(std::move(x), dim, std::move(index));
+}
+/// narrow of a quantized tensor: q_slice on one dim.
+template <Backend B>
+[[nodiscard]] Tensor<B> q_narrow(Tensor<B> x, std::int64_t dim, std::int64_t start,
+                                 std::int64_t length) {
+  detail::want_quantized("q_narrow", x);
+  return narrow(std::move(x), dim, start, length);
+}
+
 }  // namespace ferry
