@@ -443,3 +443,146 @@ TEST_CASE("q_repeat and q_select are exact whenever their shape rule lets them r
   REQUIRE_THROWS_AS(q_repeat(b, std::vector<std::int64_t>{1, 1}), ferry::ShapeError);
   REQUIRE_THROWS_AS(q_repeat(b, std::vector<std::int64_t>{1, -1, 1}), ferry::ShapeError);
 }
+
+TEST_CASE("q_cat joins values and params when the layout allows and refuses otherwise",
+          "[quant][layout]") {
+  const Shape sh{3, 5, 7};
+  unsigned seed = 300;
+  int joined = 0, refused = 0, same_params = 0;
+  for (const Scheme& base : bases())
+    for (const Scheme& g : granularities_357())
+      for (std::size_t dim = 0; dim < 3; ++dim) {
+        const Scheme s = gran(base, g);
+        std::vector<std::int64_t> bd = sh.to_vector();
+        bd[dim] = 2;
+        const Shape shb{bd};
+        const QuantizedParts a = make(s, sh, seed++);
+        // Two levels join only under one tensor scale: b is then a's first two rows along dim.
+        std::vector<std::pair<std::int64_t, std::int64_t>> first_two(3, {0, 0});
+        for (std::size_t i = 0; i < 3; ++i) first_two[i] = {0, i == dim ? 2 : sh[i]};
+        const QuantizedParts b = s.tensor_scale ? q_slice(a, first_two) : make(s, shb, seed++);
+        INFO(fmt::format("{} over {} and {} along {}", s, sh, shb, dim));
+        std::vector<std::int64_t> od = sh.to_vector();
+        od[dim] += 2;
+        const Shape to{od};
+        const std::vector<float> xa = deq(a), xb = deq(b);
+        const auto naive = naive_map(xa, sh, to, [&](const Coords& c) { return c; });
+        bool rule = true;
+        try {
+          (void)cat_scheme(std::vector<Scheme>{s, s}, std::vector<Shape>{sh, shb}, dim);
+        } catch (const ferry::QuantError&) {
+          rule = false;
+        }
+        const std::vector<QuantizedParts> ab{a, b};
+        if (!rule) {
+          ++refused;
+          REQUIRE_THROWS_AS(q_cat(ab, static_cast<std::int64_t>(dim)), ferry::QuantError);
+          continue;
+        }
+        const bool one_param = detail::full_blocks(s, to).whole[dim];
+        if (one_param) {
+          // Separately calibrated params differ (unless a coarse scale type rounds them to the
+          // same bytes): refused when the op runs.
+          if (a.scales != b.scales || a.offsets != b.offsets)
+            REQUIRE_THROWS_MATCHES(q_cat(ab, static_cast<std::int64_t>(dim)), ferry::QuantError,
+                                   Contains("differ from tensor 0's"));
+          // The same tensor twice carries the same params: joined.
+          const std::vector<QuantizedParts> aa{a, a};
+          std::vector<std::int64_t> d2 = sh.to_vector();
+          d2[dim] *= 2;
+          const QuantizedParts r = q_cat(aa, static_cast<std::int64_t>(dim));
+          REQUIRE_NOTHROW(r.validate());
+          CHECK(deq(r) == naive_map(xa, sh, Shape(d2), [&](const Coords& c) {
+                  Coords src = c;
+                  src[dim] %= sh[dim];
+                  return src;
+                }));
+          ++same_params;
+          continue;
+        }
+        ++joined;
+        const QuantizedParts r = q_cat(ab, static_cast<std::int64_t>(dim));
+        REQUIRE_NOTHROW(r.validate());
+        CHECK(r.shape == to);
+        // Naive: coordinates below sh[dim] read a, the rest read b.
+        std::vector<float> want(static_cast<std::size_t>(to.numel()));
+        const auto ts = to.strides(), as = sh.strides(), bs = shb.strides();
+        for (std::int64_t f = 0; f < to.numel(); ++f) {
+          Coords c(3);
+          for (std::size_t i = 0; i < 3; ++i) c[i] = f / ts[i] % to[i];
+          const bool in_a = c[dim] < sh[dim];
+          if (!in_a) c[dim] -= sh[dim];
+          const auto& st = in_a ? as : bs;
+          const std::int64_t k = c[0] * st[0] + c[1] * st[1] + c[2] * st[2];
+          want[static_cast<std::size_t>(f)] = (in_a ? xa : xb)[static_cast<std::size_t>(k)];
+        }
+        CHECK(deq(r) == want);
+        (void)naive;
+      }
+  CHECK(joined > 30);
+  CHECK(refused > 5);
+  CHECK(same_params > 20);
+  const Scheme two = Scheme::nvfp4().per_block({4});
+  REQUIRE_THROWS_MATCHES(q_cat(std::vector<QuantizedParts>{make(two, sh, 1), make(two, sh, 2)}, 0),
+                         ferry::QuantError,
+                         Contains("two-level tensors join only under one tensor scale"));
+  const QuantizedParts p = make(Scheme{}.per_axis(0), sh, 1);
+  REQUIRE_THROWS_MATCHES(
+      q_cat(std::vector<QuantizedParts>{p, make(Scheme{}.per_axis(1), sh, 1)}, 0),
+      ferry::QuantError, Contains("tensor 1 has scheme"));
+  REQUIRE_THROWS_AS(
+      q_cat(std::vector<QuantizedParts>{p, make(Scheme{}.per_axis(0), Shape{3, 5}, 1)}, 0),
+      ferry::ShapeError);
+}
+
+TEST_CASE("q_gather picks values by index and keeps the one param along the dim",
+          "[quant][layout]") {
+  const Shape sh{3, 5, 7};
+  unsigned seed = 400;
+  std::mt19937 rng(3);
+  int ran = 0, refused = 0;
+  for (const Scheme& base : bases())
+    for (const Scheme& g : granularities_357())
+      for (std::size_t dim = 0; dim < 3; ++dim) {
+        const Scheme s = gran(base, g);
+        const QuantizedParts q = make(s, sh, seed++);
+        std::vector<std::int64_t> id = sh.to_vector();
+        id[dim] = 4;
+        id[(dim + 1) % 3] -= 1;  // a prefix of the other dims
+        const Shape ish{id};
+        std::vector<std::int64_t> idx(static_cast<std::size_t>(ish.numel()));
+        for (auto& v : idx) v = static_cast<std::int64_t>(rng() % static_cast<unsigned>(sh[dim]));
+        INFO(fmt::format("{} over {} gather dim {}", s, sh, dim));
+        bool rule = true;
+        try {
+          check_gather(s, sh, dim);
+        } catch (const ferry::QuantError&) {
+          rule = false;
+        }
+        if (!rule) {
+          ++refused;
+          REQUIRE_THROWS_AS(q_gather(q, static_cast<std::int64_t>(dim), ish, idx),
+                            ferry::QuantError);
+          continue;
+        }
+        ++ran;
+        const QuantizedParts r = q_gather(q, static_cast<std::int64_t>(dim), ish, idx);
+        REQUIRE_NOTHROW(r.validate());
+        const auto is = ish.strides();
+        CHECK(deq(r) == naive_map(deq(q), sh, ish, [&](const Coords& c) {
+                Coords src = c;
+                src[dim] =
+                    idx[static_cast<std::size_t>(c[0] * is[0] + c[1] * is[1] + c[2] * is[2])];
+                return src;
+              }));
+      }
+  CHECK(ran > 30);
+  CHECK(refused > 30);
+  const QuantizedParts b = make(Scheme{}.per_block({4}), sh, 1);
+  REQUIRE_THROWS_MATCHES(q_gather(b, 2, sh, std::vector<std::int64_t>(105, 0)), ferry::QuantError,
+                         Contains("dim 2 has 2 params along it"));
+  REQUIRE_THROWS_MATCHES(q_gather(make(Scheme{}, sh, 1), 0, sh, std::vector<std::int64_t>(105, 3)),
+                         ferry::IndexError, Contains("index 3 at position 0 is out of range"));
+  REQUIRE_THROWS_AS(q_gather(b, 0, Shape{3, 6, 7}, std::vector<std::int64_t>(126, 0)),
+                    ferry::ShapeError);
+}

@@ -215,6 +215,13 @@ TEST_CASE("quantized layout ops through the router agree with the host functions
   REQUIRE(ferry::q_select(q, 0, index).to_parts() == q_select(p, 0, idx));
   REQUIRE(ferry::index_select(q.to(d1), 0, index.to(d1)).to_parts() == q_select(p, 0, idx));
   REQUIRE(ferry::q_narrow(q, 1, 2, 3).to_parts() == q_slice(p, rg2()));
+  // cat and gather: the host functions' results, through either execution mode.
+  const std::vector<ferry::quant::QuantizedParts> pp{p, p};
+  REQUIRE(ferry::q_cat({q, q}, 1).to_parts() == q_cat(pp, 1));
+  auto gidx = r.from_vector(std::vector<std::int64_t>(4 * 6 * 3, 1), {4, 6, 3}, d0);
+  if (s.granularity != Granularity::per_block)  // per_block[2, 8] has 2 params along dim 2
+    REQUIRE(ferry::q_gather(q, 2, gidx).to_parts() ==
+            q_gather(p, 2, ferry::Shape{4, 6, 3}, std::vector<std::int64_t>(72, 1)));
   // The values are the plain ops' on the dequantized tensor, bit for bit.
   REQUIRE(ferry::dequantize(ferry::q_select(q, 0, index)).to_data() ==
           ferry::index_select(ferry::dequantize(q), 0, index).to_data());
@@ -249,6 +256,22 @@ TEST_CASE("layout ops that would break a scheme are refused at the call, with th
                          Says("dim 1 is split into blocks of 32"));
   REQUIRE_THROWS_MATCHES(ferry::q_select(r.random_normal({2}, 1, d0), 0, index), ferry::DTypeError,
                          Says("q_select: tensor"));
+  auto other = ferry::quantize_dynamic(r.random_normal({4, 40}, 2, d0),
+                                       Scheme::of(ValueType::i4).per_block({16}).packed_u8());
+  REQUIRE_THROWS_MATCHES(ferry::cat({blocked, other}, 0), ferry::QuantError,
+                         Says("q_cat: tensor 1 has scheme"));
+  REQUIRE_THROWS_MATCHES(ferry::q_cat({blocked, blocked}, 1), ferry::QuantError,
+                         Says("tensor 0 has size 40 along dim 1, not a multiple of its block 32"));
+  REQUIRE_THROWS_MATCHES(
+      ferry::gather(blocked, 1, r.from_vector(std::vector<std::int64_t>{0}, {1, 1}, d0)),
+      ferry::QuantError, Says("dim 1 has 2 params along it"));
+  // Params that must agree are compared when the op runs: at sync here (async).
+  auto pt1 = ferry::quantize_dynamic(r.random_normal({2, 3}, 3, d0), Scheme::of(ValueType::i8));
+  auto pt2 = ferry::quantize_dynamic(r.random_normal({2, 3}, 4, d0), Scheme::of(ValueType::i8));
+  auto joined = ferry::cat({pt1, pt2}, 0);
+  REQUIRE_THROWS_MATCHES(r.sync(), ferry::Error, Says("differ from tensor 0's"));
+  REQUIRE(ferry::dequantize(ferry::cat({pt1, pt1}, 0)).to_data() ==
+          ferry::cat({ferry::dequantize(pt1), ferry::dequantize(pt1)}, 0).to_data());
   // Allowed forms still work and the tensors are intact.
   auto rows = r.from_vector(std::vector<std::int64_t>{3, 0}, {2}, d0);
   REQUIRE(ferry::dequantize(ferry::index_select(blocked, 0, rows)).to_data() ==

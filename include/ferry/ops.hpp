@@ -17,7 +17,7 @@
 #include "ferry/detail/infer.hpp"
 #include "ferry/ir.hpp"
 #include "ferry/quant/parts.hpp"
-#include "ferry/quant/pick.hpp"
+#include "ferry/quant/join.hpp"
 #include "ferry/quant/transform.hpp"
 #include "ferry/router.hpp"
 #include "ferry/tensor.hpp"

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "ferry/quant/half.hpp"
+#include "ferry/quant/join.hpp"
 #include "ferry/quant/gemv.hpp"
 #include "ferry/quant/kernels.hpp"
 #include "ferry/quant/layout.hpp"

@@ -362,10 +362,21 @@ TEST_CASE("quant: repeat of a dim that ends in a partial block", "[quant]") {
   w.check_intact();
 }
 
-TEST_CASE("quant: cat and cast of a quantized tensor", "[quant]") {
+TEST_CASE("quant: cat of quantized tensors under two schemes", "[quant]") {
   World w(CATALOGUE_MODES);
-  REQUIRE_RAISES(cat(std::vector<T>{w.get("q4"), w.get("q4")}, 0), DTypeError,
-                 "cat: operand is quantized");
+  {
+    auto q = quantize_dynamic(w.get("f32"), Scheme::of(ValueType::i8).per_axis(1));
+    REQUIRE_RAISES(cat(std::vector<T>{q, q_slice(w.get("q4"), {Range{0, 2}, Range{0, 3}})}, 1),
+                   QuantError,
+                   "q_cat: tensor 1 has scheme 'int4 symmetric per_block[32] packed_u8 scale=f16', "
+                   "tensor 0 'int8 symmetric per_axis(1) native scale=f32'; quantized tensors join "
+                   "only under one scheme");
+  }
+  w.check_intact();
+}
+
+TEST_CASE("quant: cast of a quantized tensor", "[quant]") {
+  World w(CATALOGUE_MODES);
   REQUIRE_RAISES(cast(w.get("q8"), DType::f32), DTypeError, "cast: operand is quantized");
   w.check_intact();
 }

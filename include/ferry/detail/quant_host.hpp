@@ -13,7 +13,7 @@
 #include "ferry/quant/kernels.hpp"
 #include "ferry/quant/layout.hpp"
 #include "ferry/quant/parts.hpp"
-#include "ferry/quant/pick.hpp"
+#include "ferry/quant/join.hpp"
 
 namespace ferry::detail::qhost {
 

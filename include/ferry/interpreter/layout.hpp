@@ -124,6 +124,13 @@ void Interpreter<B>::run(op::SliceAssign& o) {
 
 template <Backend B>
 void Interpreter<B>::run(op::Cat& o) {
+  if (o.out.dtype == DType::quantized) {  // q_cat, on the host parts
+    std::vector<quant::QuantizedParts> ps;
+    ps.reserve(o.ins.size());
+    for (const auto& r : o.ins) ps.push_back(b_.q_into_parts(take<Kind::Quantized>(r, "cat")));
+    return put<Kind::Quantized>(
+        o.out, b_.q_from_parts(quant::q_cat(ps, static_cast<std::int64_t>(o.dim)), device_));
+  }
   detail::with_plain_kind(o.out.dtype, [&]<Kind K>(std::integral_constant<Kind, K>) {
     std::vector<H<K>> xs;
     xs.reserve(o.ins.size());
@@ -134,6 +141,15 @@ void Interpreter<B>::run(op::Cat& o) {
 
 template <Backend B>
 void Interpreter<B>::run(op::Gather& o) {
+  if (o.in.dtype == DType::quantized) {  // q_gather: the indices are read on the host
+    const std::vector<std::int64_t> idx =
+        b_.int_into_data(take<Kind::Int>(o.index, "gather")).template to_vector<std::int64_t>();
+    auto p = b_.q_into_parts(take<Kind::Quantized>(o.in, "gather"));
+    return put<Kind::Quantized>(
+        o.out,
+        b_.q_from_parts(quant::q_gather(p, static_cast<std::int64_t>(o.dim), o.out.shape, idx),
+                        device_));
+  }
   detail::with_plain_kind(o.in.dtype, [&]<Kind K>(std::integral_constant<Kind, K>) {
     auto x = take<K>(o.in, "gather");
     auto idx = take<Kind::Int>(o.index, "gather");

@@ -155,7 +155,6 @@ template <Backend B>
   op::Cat o;
   for (const auto& t : xs) {
     (void)detail::common_device("cat", first, t);
-    detail::not_quantized("cat", t.dtype());
     detail::same_dtype("cat", first.dtype(), t.dtype());
     if (t.rank() != first.rank())
       detail::raise<ShapeError>("shape", "cat: shapes {} and {} differ in rank", first.shape(),
@@ -171,10 +170,20 @@ template <Backend B>
                                 t.shape());
     s[d] = *sum;
   }
+  std::shared_ptr<const quant::Scheme> sch;
+  if (first.is_quantized()) {  // q_cat: one scheme, whole blocks up to the last tensor
+    std::vector<quant::Scheme> schemes;
+    std::vector<Shape> shapes;
+    for (const auto& t : xs) {
+      schemes.push_back(t.scheme());
+      shapes.push_back(t.shape());
+    }
+    sch = std::make_shared<const quant::Scheme>(quant::cat_scheme(schemes, shapes, d));
+  }
   // Refs are taken after all copies exist: a tensor listed twice is shared, hence read-only.
   for (const auto& t : xs) o.ins.push_back(detail::TA<B>::ref(t));
   o.dim = d;
-  o.out = detail::out_ref(first, Shape(std::move(s)), first.dtype());
+  o.out = detail::out_ref(first, Shape(std::move(s)), first.dtype(), std::move(sch));
   const auto dev = detail::TA<B>::state(first, "cat").device;
   auto core = detail::TA<B>::core(first, "cat");
   std::vector<Access> acc;
@@ -192,10 +201,10 @@ template <Backend B>
   return cat(std::vector<Tensor<B>>(xs), dim);
 }
 /// torch.gather: out[i][j] = x[index[i][j]][j] along `dim`; index is an int tensor of x's rank.
+/// A quantized `x` keeps its codes and params when `dim` has one param along it (q_gather).
 template <Backend B>
 [[nodiscard]] Tensor<B> gather(Tensor<B> x, std::int64_t dim, Tensor<B> index) {
   const auto dev = detail::common_device("gather", x, index);
-  detail::not_quantized("gather", x.dtype());
   detail::want_kind("gather", index.dtype(), {Kind::Int}, "an int index");
   const auto d = x.shape().axis(dim, "gather");
   if (index.rank() != x.rank())
@@ -205,8 +214,13 @@ template <Backend B>
     if (i != d && index.shape()[i] > x.shape()[i])
       detail::raise<ShapeError>("shape", "gather: index shape {} exceeds {} in dim {}",
                                 index.shape(), x.shape(), i);
+  std::shared_ptr<const quant::Scheme> sch;
+  if (x.is_quantized()) {  // q_gather: one param along the dim, or QuantError
+    quant::check_gather(x.scheme(), x.shape(), d);
+    sch = std::make_shared<const quant::Scheme>(x.scheme());
+  }
   op::Gather o{detail::TA<B>::ref(x), d, detail::TA<B>::ref(index),
-               detail::out_ref(x, index.shape(), x.dtype())};
+               detail::out_ref(x, index.shape(), x.dtype(), std::move(sch))};
   return detail::emit(detail::TA<B>::core(x, "gather"), dev, std::move(o), x, index);
 }
 /// Picks the entries `index` (1-D int) along `dim`. A quantized `x` keeps its codes and params

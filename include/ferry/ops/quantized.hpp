@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <memory>
 #include <utility>
 #include <vector>
@@ -148,6 +149,24 @@ template <Backend B>
 [[nodiscard]] Tensor<B> q_select(Tensor<B> x, std::int64_t dim, Tensor<B> index) {
   detail::want_quantized("q_select", x);
   return index_select(std::move(x), dim, std::move(index));
+}
+/// cat of quantized tensors: one scheme; whole blocks along `dim` up to the last tensor; where
+/// the dim has one param for the result, equal params (QuantError when the op runs otherwise).
+template <Backend B>
+[[nodiscard]] Tensor<B> q_cat(std::vector<Tensor<B>> xs, std::int64_t dim) {
+  for (const auto& x : xs) detail::want_quantized("q_cat", x);
+  return cat(std::move(xs), dim);
+}
+/// `q_cat({a, b}, 0)`: the same for a braced list (its tensors passed shared, as cat's).
+template <Backend B>
+[[nodiscard]] Tensor<B> q_cat(std::initializer_list<Tensor<B>> xs, std::int64_t dim) {
+  return q_cat(std::vector<Tensor<B>>(xs), dim);
+}
+/// gather of a quantized tensor: QuantError unless `dim` has one param along it.
+template <Backend B>
+[[nodiscard]] Tensor<B> q_gather(Tensor<B> x, std::int64_t dim, Tensor<B> index) {
+  detail::want_quantized("q_gather", x);
+  return gather(std::move(x), dim, std::move(index));
 }
 /// narrow of a quantized tensor: q_slice on one dim.
 template <Backend B>
