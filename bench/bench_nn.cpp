@@ -1,5 +1,6 @@
 // Ferry benchmarks for the neural-network ops of #19, each through an async router with one
-// kernel thread per device, synced: linear with int4 weights against f32 ones at decode size,
+// kernel thread per device, synced: linear with int4 weights against f32 ones at decode size
+// and with MXFP4 weights at a batch of 8,
 // conv2d against im2col + Eigen GEMM written here, fused attention against its decomposition,
 // and a decode step of examples/gpt_model.hpp with its layers split over two devices against
 // one device.
@@ -12,16 +13,18 @@
 namespace ferry::bench {
 namespace {
 
-// linear(x [1, 4096], w [4096, 4096]): int4 per block of 32 inputs, f16 scales, multiplied
-// packed (A), against the f32 weight (B). At one row the product reads the weight once, so
-// this is the weight's bytes against the dequantization's cost.
+// linear(x [rows, 4096], w [4096, 4096]) with a quantized weight multiplied packed (A) against
+// the f32 weight (B). At one row (a decode step, int4 per block of 32 inputs, f16 scales) the
+// product reads the weight once, so this is the weight's bytes against the dequantization's
+// cost; at 8 rows (a small batch) with OCP MXFP4 (e2m1 codes, a ue8m0 scale per 32 inputs:
+// issue #20's row) the packed kernel takes two passes over w, still an eighth of f32's bytes.
 constexpr std::int64_t kLin = 4096;
-void linear_decode(benchmark::State& st, bool int4) {
+void linear_run(benchmark::State& st, const Scheme* s, std::int64_t rows) {
   R router(EigenCpu(1), async_mode(1));
   const CpuDevice d{0};
-  const T x = router.from_data(host_data(Shape{1, kLin}), d);
+  const T x = router.from_data(host_data(Shape{rows, kLin}), d);
   T w = ferry::cast(router.from_data(host_data(Shape{kLin, kLin}), d), DType::f32);
-  if (int4) w = quantize_dynamic(std::move(w), i4_block32());
+  if (s != nullptr) w = quantize_dynamic(std::move(w), *s);
   {
     const T warm = linear(x, w);
     router.sync();
@@ -32,10 +35,20 @@ void linear_decode(benchmark::State& st, bool int4) {
     benchmark::DoNotOptimize(y);
   }
 }
-void linear_int4(benchmark::State& st) { linear_decode(st, true); }
-void linear_f32(benchmark::State& st) { linear_decode(st, false); }
+void linear_int4(benchmark::State& st) {
+  const Scheme s = i4_block32();
+  linear_run(st, &s, 1);
+}
+void linear_f32(benchmark::State& st) { linear_run(st, nullptr, 1); }
+void linear_mxfp4_b8(benchmark::State& st) {
+  const Scheme s = Scheme::mxfp4();
+  linear_run(st, &s, 8);
+}
+void linear_f32_b8(benchmark::State& st) { linear_run(st, nullptr, 8); }
 BENCHMARK(linear_int4)->Name("linear_decode/int4")->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(linear_f32)->Name("linear_decode/f32")->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(linear_mxfp4_b8)->Name("linear_b8/mxfp4")->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(linear_f32_b8)->Name("linear_b8/f32")->UseRealTime()->Unit(benchmark::kMillisecond);
 
 // conv2d 3x3, 64 -> 64 channels, 56x56, padding 1 (a ResNet stage): the router's (A) against
 // im2col by plain loops into one buffer and one Eigen GEMM (B), both one thread.

@@ -561,6 +561,9 @@ TEST_CASE("linear_packed multiplies from the packed values as dequantize and a p
       I8.affine().per_block({96}),  // three groups each
       U8.affine(),                  // per tensor
       U8.per_axis(0).scales(ScaleType::f16),
+      Scheme::mxfp4(),  // E2M1 codes read as twice their values, the scale halved
+      Scheme::mxfp4().tensor_scales(ScaleType::f32),
+      Scheme::of(ValueType::e2m1).per_axis(0).packed_u8().scales(ScaleType::ue4m3),
   };
   std::mt19937 rng(7);
   std::normal_distribution<float> nd(0.f, 1.f);
@@ -597,6 +600,8 @@ TEST_CASE("linear_packed declines what it does not cover and leaves y untouched"
       {I4.per_axis(1).packed_u8(), Shape{4, 64}},             // a scale per input column
       {I4.per_block({2, 32}).packed_u8(), Shape{4, 64}},      // blocks across rows
       {Scheme::of(ValueType::i2).packed_u8(), Shape{4, 64}},  // 2-bit values
+      {Scheme::nvfp4(), Shape{4, 64}},                        // blocks of 16
+      {Scheme::mxfp8(), Shape{4, 64}},                        // FP8 codes: the tiles decode
   };
   for (const auto& [s, shape] : declined) {
     INFO(fmt::format("{} over {}", s, shape));

@@ -48,20 +48,40 @@ inline bool has_avx2_fma() noexcept {
   return ok;
 }
 
+/// How a slot's bits read as a number: plain binary, two's complement, or an OCP E2M1 code read
+/// as twice its value (0, 1, 2, 3, 4, 6, 8, 12 and their negatives: integers, so the integer
+/// kernel runs MXFP4 / NVFP4 weights; the scale is halved to match).
+enum Codes : int { kUnsigned = 0, kSigned = 1, kE2M1x2 = 2 };
+
+/// E2M1 codes (0..15 in each int32 lane) as twice their values.
+FERRY_AVX2 inline __m256i e2m1_x2(__m256i c) noexcept {
+  const __m256i table = _mm256_setr_epi32(0, 1, 2, 3, 4, 6, 8, 12);
+  const __m256i mag = _mm256_permutevar8x32_epi32(table, _mm256_and_si256(c, _mm256_set1_epi32(7)));
+  const __m256i neg = _mm256_srai_epi32(_mm256_slli_epi32(c, 28), 31);  // all ones for sign bit 3
+  return _mm256_sub_epi32(_mm256_xor_si256(mag, neg), neg);
+}
+
 /// The 32 values of a group as four vectors of eight int32. 8-bit slots come in element order;
 /// 4-bit ones in the order nibble_order() gives x (a byte's two nibbles go to two vectors, so
 /// no shuffle is needed: the byte is widened once and each nibble taken by a shift).
-template <int Slot, bool Signed>
+template <int Slot, int Signed>
 FERRY_AVX2 inline void load32(const unsigned char* src, __m256i v[4]) noexcept {
-  if constexpr (Slot == 8) {
+  if constexpr (Signed == kE2M1x2) {
+    for (int h = 0; h < 2; ++h) {
+      const __m256i w =
+          _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(src + 8 * h)));
+      v[2 * h] = e2m1_x2(_mm256_and_si256(w, _mm256_set1_epi32(0x0F)));
+      v[2 * h + 1] = e2m1_x2(_mm256_srli_epi32(w, 4));
+    }
+  } else if constexpr (Slot == 8) {
     for (int j = 0; j < 4; ++j) {
       const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(src + 8 * j));
-      v[j] = Signed ? _mm256_cvtepi8_epi32(b) : _mm256_cvtepu8_epi32(b);
+      v[j] = Signed == kSigned ? _mm256_cvtepi8_epi32(b) : _mm256_cvtepu8_epi32(b);
     }
   } else {
     for (int h = 0; h < 2; ++h) {
       const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(src + 8 * h));
-      if constexpr (Signed) {  // the byte as int8 is hi * 16 + lo (lo unsigned)
+      if constexpr (Signed == kSigned) {  // the byte as int8 is hi * 16 + lo (lo unsigned)
         const __m256i w = _mm256_cvtepi8_epi32(b);
         v[2 * h] = _mm256_srai_epi32(_mm256_slli_epi32(w, 28), 28);
         v[2 * h + 1] = _mm256_srai_epi32(w, 4);
@@ -82,7 +102,7 @@ FERRY_AVX2 inline float hsum(__m256 v) noexcept {
 }
 
 /// acc[m] += s · Σ (q - o)·x[m] over one group of 32 values at `src` (x at the group's column).
-template <int Slot, bool Signed, bool Affine, int M>
+template <int Slot, int Signed, bool Affine, int M>
 FERRY_AVX2 inline void group32(const unsigned char* src, const float* x, std::int64_t K, float s,
                                std::int32_t o, __m256 (&acc)[M]) noexcept {
   __m256i v[4];
@@ -103,7 +123,7 @@ FERRY_AVX2 inline void group32(const unsigned char* src, const float* x, std::in
 /// Blocks of 32 (Long false): a scale per group, two accumulators taking groups in turn so
 /// that FMA latency overlaps. Longer runs (per axis, per tensor, blocks of 64, ...): t = Σ (q -
 /// o)·x over the run in A independent vectors, then acc += t·s once per run.
-template <int Slot, bool Signed, bool Affine, bool Long, int M>
+template <int Slot, int Signed, bool Affine, bool Long, int M>
 FERRY_AVX2 void gemv_rows(const GemvArgs& g, std::int64_t n0, std::int64_t n1, float* sc,
                           std::int32_t* off) {
   const std::int64_t K = g.K;
@@ -113,6 +133,8 @@ FERRY_AVX2 void gemv_rows(const GemvArgs& g, std::int64_t n0, std::int64_t n1, f
     const std::int64_t row = n * K, end = row + K;
     const std::int64_t p0 = row / g.block, np = (end - 1) / g.block - p0 + 1;
     g.params.decode(p0, np, sc, off);
+    if constexpr (Signed == kE2M1x2)
+      for (std::int64_t j = 0; j < np; ++j) sc[j] *= 0.5f;  // exact: the values read twice over
     const unsigned char* const wrow = data + static_cast<std::size_t>(row) * Slot / 8;
     float out[M];
     if constexpr (!Long) {  // np == K / 32: the row starts on a block
@@ -163,7 +185,7 @@ FERRY_AVX2 void gemv_rows(const GemvArgs& g, std::int64_t n0, std::int64_t n1, f
   }
 }
 
-template <int Slot, bool Signed, bool Affine, bool Long>
+template <int Slot, int Signed, bool Affine, bool Long>
 void gemv_pass(const GemvArgs& g, std::int64_t rows, std::int64_t n0, std::int64_t n1, float* sc,
                std::int32_t* off) {
   switch (rows) {
@@ -178,7 +200,7 @@ void gemv_pass(const GemvArgs& g, std::int64_t rows, std::int64_t n0, std::int64
   }
 }
 
-template <int Slot, bool Signed, bool Affine>
+template <int Slot, int Signed, bool Affine>
 void gemv_pass(const GemvArgs& g, std::int64_t rows, std::int64_t n0, std::int64_t n1, float* sc,
                std::int32_t* off) {
   g.block == 32 ? gemv_pass<Slot, Signed, Affine, false>(g, rows, n0, n1, sc, off)
@@ -186,14 +208,17 @@ void gemv_pass(const GemvArgs& g, std::int64_t rows, std::int64_t n0, std::int64
 }
 
 template <int Slot>
-void gemv_pass(const GemvArgs& g, bool sgn, bool affine, std::int64_t rows, std::int64_t n0,
+void gemv_pass(const GemvArgs& g, int codes, bool affine, std::int64_t rows, std::int64_t n0,
                std::int64_t n1, float* sc, std::int32_t* off) {
-  if (sgn)
-    affine ? gemv_pass<Slot, true, true>(g, rows, n0, n1, sc, off)
-           : gemv_pass<Slot, true, false>(g, rows, n0, n1, sc, off);
+  if constexpr (Slot == 4)
+    if (codes == kE2M1x2)  // float codes are symmetric only
+      return gemv_pass<Slot, kE2M1x2, false>(g, rows, n0, n1, sc, off);
+  if (codes == kSigned)
+    affine ? gemv_pass<Slot, kSigned, true>(g, rows, n0, n1, sc, off)
+           : gemv_pass<Slot, kSigned, false>(g, rows, n0, n1, sc, off);
   else
-    affine ? gemv_pass<Slot, false, true>(g, rows, n0, n1, sc, off)
-           : gemv_pass<Slot, false, false>(g, rows, n0, n1, sc, off);
+    affine ? gemv_pass<Slot, kUnsigned, true>(g, rows, n0, n1, sc, off)
+           : gemv_pass<Slot, kUnsigned, false>(g, rows, n0, n1, sc, off);
 }
 
 /// x [M, K] rearranged for 4-bit weights: within each group of 32, the elements a byte's low
@@ -233,14 +258,20 @@ FERRY_FUNC bool linear_packed(const QuantizedParts& w, std::span<const float> x,
         x.size(), y.size(), M, K, M, N);
 #ifdef FERRY_QUANT_AVX2
   if (M == 0 || N == 0 || K == 0 || K % 32 != 0 || !detail::has_avx2_fma()) return false;
-  if (is_float(w.scheme.value)) return false;  // codes, not integers: the tiled path decodes
+  // Float codes: e2m1 (MXFP4, NVFP4) reads as integers (twice its values); FP8 is decoded by
+  // the tiles.
+  const bool e2m1 = w.scheme.value == ValueType::e2m1;
+  if (is_float(w.scheme.value) && !e2m1) return false;
   const int slot = detail::slot_bits(w.scheme.value, w.scheme.storage);
   if (slot != 8 && slot != 4) return false;
   const detail::Canon c = detail::make_canon(w.scheme, w.shape);
   if (c.dims.size() != 1 || c.gstride[0] != 1) return false;
   const std::int64_t block = c.block[0];
   if (block % 32 != 0 && block < c.numel) return false;  // a group would straddle two params
-  const bool sgn = is_signed(w.scheme.value), affine = w.scheme.mode == Mode::affine;
+  const int codes = e2m1                        ? detail::kE2M1x2
+                    : is_signed(w.scheme.value) ? detail::kSigned
+                                                : detail::kUnsigned;
+  const bool affine = w.scheme.mode == Mode::affine;
   std::vector<float> xo;
   if (slot == 4) {
     xo.resize(x.size());
@@ -266,9 +297,9 @@ FERRY_FUNC bool linear_packed(const QuantizedParts& w, std::span<const float> x,
       part.y = g.y + m0 * N;
       const std::int64_t rows = std::min(kPackedPassRows, M - m0);
       if (slot == 4)
-        detail::gemv_pass<4>(part, sgn, affine, rows, n0, n1, sc.data(), off.data());
+        detail::gemv_pass<4>(part, codes, affine, rows, n0, n1, sc.data(), off.data());
       else
-        detail::gemv_pass<8>(part, sgn, affine, rows, n0, n1, sc.data(), off.data());
+        detail::gemv_pass<8>(part, codes, affine, rows, n0, n1, sc.data(), off.data());
     }
   });
   return true;
