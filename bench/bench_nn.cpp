@@ -17,7 +17,8 @@ namespace {
 // the f32 weight (B). At one row (a decode step, int4 per block of 32 inputs, f16 scales) the
 // product reads the weight once, so this is the weight's bytes against the dequantization's
 // cost; at 8 rows (a small batch) with OCP MXFP4 (e2m1 codes, a ue8m0 scale per 32 inputs:
-// issue #20's row) the packed kernel takes two passes over w, still an eighth of f32's bytes.
+// issue #20's row; and NVIDIA's NVFP4, blocks of 16, a ue4m3 scale each and an f32 one per
+// tensor) the packed kernel takes two passes over w, still an eighth of f32's bytes.
 constexpr std::int64_t kLin = 4096;
 void linear_run(benchmark::State& st, const Scheme* s, std::int64_t rows) {
   R router(EigenCpu(1), async_mode(1));
@@ -44,10 +45,15 @@ void linear_mxfp4_b8(benchmark::State& st) {
   const Scheme s = Scheme::mxfp4();
   linear_run(st, &s, 8);
 }
+void linear_nvfp4_b8(benchmark::State& st) {
+  const Scheme s = Scheme::nvfp4();
+  linear_run(st, &s, 8);
+}
 void linear_f32_b8(benchmark::State& st) { linear_run(st, nullptr, 8); }
 BENCHMARK(linear_int4)->Name("linear_decode/int4")->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(linear_f32)->Name("linear_decode/f32")->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(linear_mxfp4_b8)->Name("linear_b8/mxfp4")->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(linear_nvfp4_b8)->Name("linear_b8/nvfp4")->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(linear_f32_b8)->Name("linear_b8/f32")->UseRealTime()->Unit(benchmark::kMillisecond);
 
 // conv2d 3x3, 64 -> 64 channels, 56x56, padding 1 (a ResNet stage): the router's (A) against

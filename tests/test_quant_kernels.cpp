@@ -564,6 +564,9 @@ TEST_CASE("linear_packed multiplies from the packed values as dequantize and a p
       Scheme::mxfp4(),  // E2M1 codes read as twice their values, the scale halved
       Scheme::mxfp4().tensor_scales(ScaleType::f32),
       Scheme::of(ValueType::e2m1).per_axis(0).packed_u8().scales(ScaleType::ue4m3),
+      Scheme::nvfp4(),  // blocks of 16: two scales per group of 32
+      U4.affine().per_block({16}).packed_u8().scales(ScaleType::f16),
+      I8.per_block({16}),
   };
   std::mt19937 rng(7);
   std::normal_distribution<float> nd(0.f, 1.f);
@@ -596,11 +599,10 @@ TEST_CASE("linear_packed declines what it does not cover and leaves y untouched"
   const auto I4 = Scheme::of(ValueType::i4);
   const std::vector<std::pair<Scheme, Shape>> declined{
       {I4.per_block({32}).packed_u8(), Shape{4, 48}},         // K not a multiple of 32
-      {I4.per_block({16}).packed_u8(), Shape{4, 64}},         // a group straddles two scales
+      {I4.per_block({8}).packed_u8(), Shape{4, 64}},          // a group straddles four scales
       {I4.per_axis(1).packed_u8(), Shape{4, 64}},             // a scale per input column
       {I4.per_block({2, 32}).packed_u8(), Shape{4, 64}},      // blocks across rows
       {Scheme::of(ValueType::i2).packed_u8(), Shape{4, 64}},  // 2-bit values
-      {Scheme::nvfp4(), Shape{4, 64}},                        // blocks of 16
       {Scheme::mxfp8(), Shape{4, 64}},                        // FP8 codes: the tiles decode
   };
   for (const auto& [s, shape] : declined) {

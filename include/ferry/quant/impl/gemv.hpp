@@ -119,11 +119,37 @@ FERRY_AVX2 inline void group32(const unsigned char* src, const float* x, std::in
   }
 }
 
+/// The same over a group of 32 that holds two blocks of 16 (NVFP4): values 0..15 are v[0..1]
+/// and 16..31 are v[2..3] in both slot orders, so each half takes its own scale and offset.
+template <int Slot, int Signed, bool Affine, int M>
+FERRY_AVX2 inline void group32x2(const unsigned char* src, const float* x, std::int64_t K,
+                                 const float* s, const std::int32_t* o, __m256 (&acc)[M]) noexcept {
+  __m256i v[4];
+  load32<Slot, Signed>(src, v);
+  __m256 f[4];
+  for (int i = 0; i < 4; ++i)
+    f[i] = _mm256_cvtepi32_ps(Affine ? _mm256_sub_epi32(v[i], _mm256_set1_epi32(o[i / 2])) : v[i]);
+  const __m256 s0 = _mm256_set1_ps(s[0]), s1 = _mm256_set1_ps(s[1]);
+  for (int m = 0; m < M; ++m) {
+    const float* xm = x + m * K;
+    const __m256 t0 =
+        _mm256_fmadd_ps(f[1], _mm256_loadu_ps(xm + 8), _mm256_mul_ps(f[0], _mm256_loadu_ps(xm)));
+    const __m256 t1 = _mm256_fmadd_ps(f[3], _mm256_loadu_ps(xm + 24),
+                                      _mm256_mul_ps(f[2], _mm256_loadu_ps(xm + 16)));
+    acc[m] = _mm256_fmadd_ps(t1, s1, _mm256_fmadd_ps(t0, s0, acc[m]));
+  }
+}
+
+/// How a row's params fall on its groups of 32: one per group, one per half group (blocks of
+/// 16), or one per run of several groups.
+enum Runs : int { kRun32 = 0, kRunLong = 1, kRun16 = 2 };
+
 /// Outputs [n0, n1) for rows x[0, M) (M <= kPackedPassRows; x already in load32's order).
-/// Blocks of 32 (Long false): a scale per group, two accumulators taking groups in turn so
-/// that FMA latency overlaps. Longer runs (per axis, per tensor, blocks of 64, ...): t = Σ (q -
-/// o)·x over the run in A independent vectors, then acc += t·s once per run.
-template <int Slot, int Signed, bool Affine, bool Long, int M>
+/// Blocks of 32 (kRun32): a scale per group, two accumulators taking groups in turn so that FMA
+/// latency overlaps; blocks of 16 (kRun16) the same with two scales per group. Longer runs (per
+/// axis, per tensor, blocks of 64, ...): t = Σ (q - o)·x over the run in A independent vectors,
+/// then acc += t·s once per run.
+template <int Slot, int Signed, bool Affine, int Run, int M>
 FERRY_AVX2 void gemv_rows(const GemvArgs& g, std::int64_t n0, std::int64_t n1, float* sc,
                           std::int32_t* off) {
   const std::int64_t K = g.K;
@@ -137,7 +163,14 @@ FERRY_AVX2 void gemv_rows(const GemvArgs& g, std::int64_t n0, std::int64_t n1, f
       for (std::int64_t j = 0; j < np; ++j) sc[j] *= 0.5f;  // exact: the values read twice over
     const unsigned char* const wrow = data + static_cast<std::size_t>(row) * Slot / 8;
     float out[M];
-    if constexpr (!Long) {  // np == K / 32: the row starts on a block
+    if constexpr (Run == kRun16) {  // np == K / 16: the row starts on a block
+      __m256 a0[M], a1[M];
+      for (int m = 0; m < M; ++m) a0[m] = a1[m] = _mm256_setzero_ps();
+      for (std::int64_t j = 0; j < K / 32; ++j)
+        group32x2<Slot, Signed, Affine, M>(wrow + j * 4 * Slot, x + 32 * j, K, sc + 2 * j,
+                                           off + 2 * j, (j & 1) ? a1 : a0);
+      for (int m = 0; m < M; ++m) out[m] = hsum(_mm256_add_ps(a0[m], a1[m]));
+    } else if constexpr (Run == kRun32) {  // np == K / 32: the row starts on a block
       __m256 a0[M], a1[M];
       for (int m = 0; m < M; ++m) a0[m] = a1[m] = _mm256_setzero_ps();
       std::int64_t j = 0;
@@ -185,26 +218,30 @@ FERRY_AVX2 void gemv_rows(const GemvArgs& g, std::int64_t n0, std::int64_t n1, f
   }
 }
 
-template <int Slot, int Signed, bool Affine, bool Long>
+template <int Slot, int Signed, bool Affine, int Run>
 void gemv_pass(const GemvArgs& g, std::int64_t rows, std::int64_t n0, std::int64_t n1, float* sc,
                std::int32_t* off) {
   switch (rows) {
     case 1:
-      return gemv_rows<Slot, Signed, Affine, Long, 1>(g, n0, n1, sc, off);
+      return gemv_rows<Slot, Signed, Affine, Run, 1>(g, n0, n1, sc, off);
     case 2:
-      return gemv_rows<Slot, Signed, Affine, Long, 2>(g, n0, n1, sc, off);
+      return gemv_rows<Slot, Signed, Affine, Run, 2>(g, n0, n1, sc, off);
     case 3:
-      return gemv_rows<Slot, Signed, Affine, Long, 3>(g, n0, n1, sc, off);
+      return gemv_rows<Slot, Signed, Affine, Run, 3>(g, n0, n1, sc, off);
     default:
-      return gemv_rows<Slot, Signed, Affine, Long, 4>(g, n0, n1, sc, off);
+      return gemv_rows<Slot, Signed, Affine, Run, 4>(g, n0, n1, sc, off);
   }
 }
 
 template <int Slot, int Signed, bool Affine>
 void gemv_pass(const GemvArgs& g, std::int64_t rows, std::int64_t n0, std::int64_t n1, float* sc,
                std::int32_t* off) {
-  g.block == 32 ? gemv_pass<Slot, Signed, Affine, false>(g, rows, n0, n1, sc, off)
-                : gemv_pass<Slot, Signed, Affine, true>(g, rows, n0, n1, sc, off);
+  if (g.block == 32)
+    gemv_pass<Slot, Signed, Affine, kRun32>(g, rows, n0, n1, sc, off);
+  else if (g.block == 16)
+    gemv_pass<Slot, Signed, Affine, kRun16>(g, rows, n0, n1, sc, off);
+  else
+    gemv_pass<Slot, Signed, Affine, kRunLong>(g, rows, n0, n1, sc, off);
 }
 
 template <int Slot>
@@ -267,7 +304,8 @@ FERRY_FUNC bool linear_packed(const QuantizedParts& w, std::span<const float> x,
   const detail::Canon c = detail::make_canon(w.scheme, w.shape);
   if (c.dims.size() != 1 || c.gstride[0] != 1) return false;
   const std::int64_t block = c.block[0];
-  if (block % 32 != 0 && block < c.numel) return false;  // a group would straddle two params
+  // A group of 32 may hold two blocks of 16 (NVFP4), else it must lie in one param.
+  if (block != 16 && block % 32 != 0 && block < c.numel) return false;
   const int codes = e2m1                        ? detail::kE2M1x2
                     : is_signed(w.scheme.value) ? detail::kSigned
                                                 : detail::kUnsigned;
@@ -285,7 +323,7 @@ FERRY_FUNC bool linear_packed(const QuantizedParts& w, std::span<const float> x,
                            slot == 4 ? xo.data() : x.data(),
                            y.data()};
   // The params one row spans, decoded per row into a task's own arrays.
-  const std::int64_t row_params = std::min(K / 32, c.nparams) + 1;
+  const std::int64_t row_params = std::min(K / std::min<std::int64_t>(block, 32), c.nparams) + 1;
   // About 64 Ki weight values per task.
   const std::int64_t grain = std::max<std::int64_t>(1, (std::int64_t{1} << 16) / K);
   ferry::detail::parallel_for(0, N, grain, [&](std::int64_t n0, std::int64_t n1) {
