@@ -223,14 +223,7 @@ inline QuantizedParts q_gather(const QuantizedParts& q, std::int64_t dim, const 
         "the tensor's)",
         op, index_shape, index.size(), q.shape, d);
   check_gather(q.scheme, q.shape, d);
-  const std::int64_t n = q.shape[d];
-  for (std::size_t k = 0; k < index.size(); ++k)
-    if (index[k] < 0 || index[k] >= n)
-      ferry::detail::raise<IndexError>(
-          "quant.layout",
-          "{}: index {} at position {} is out of range for dim {} of shape {} (negative indices "
-          "are not wrapped)",
-          op, index[k], k, d, q.shape);
+  detail::check_index_range(op, q, d, index);
   QuantizedParts out;
   out.scheme = q.scheme;
   out.shape = index_shape;
@@ -248,29 +241,14 @@ inline QuantizedParts q_gather(const QuantizedParts& q, std::int64_t dim, const 
     for (std::size_t g = 0; g < param[i].size(); ++g)
       param[i][g] = src.whole[i] ? 0 : static_cast<std::int64_t>(g) * gs[i];
   }
-  const std::vector<std::int32_t> v = detail::unpacked(q);
-  std::vector<std::int32_t> w(index.size());
-  detail::table_walk(elem, [&](std::int64_t dst_i, std::int64_t base) {
-    const auto k = static_cast<std::size_t>(dst_i);
-    w[k] = v[static_cast<std::size_t>(base + index[k] * es[d])];
+  detail::fill_values(q, out, [&](auto f) {
+    detail::table_walk(elem, [&](std::int64_t dst_i, std::int64_t base) {
+      f(dst_i, base + index[static_cast<std::size_t>(dst_i)] * es[d]);
+    });
   });
-  const int slot = detail::slot_bits(q.scheme.value, q.scheme.storage);
-  detail::alloc_zeroed(out.data, data_bytes(out.scheme, out.shape.numel()));
-  detail::pack_range(slot, w.data(), 0, out.shape.numel(),
-                     reinterpret_cast<unsigned char*>(out.data.data()));
-  const std::size_t sb = scale_bytes(q.scheme.scale_type), tb = tensor_scale_bytes(q.scheme);
   std::int64_t np = 1;
   for (const std::int64_t g : dst.grid) np *= g;
-  out.scales.resize(static_cast<std::size_t>(np) * sb + tb);
-  if (q.scheme.mode == Mode::affine) out.offsets.resize(static_cast<std::size_t>(np));
-  detail::table_walk(param, [&](std::int64_t dd, std::int64_t s) {
-    const auto ud = static_cast<std::size_t>(dd), us = static_cast<std::size_t>(s);
-    std::memcpy(out.scales.data() + ud * sb, q.scales.data() + us * sb, sb);
-    if (!out.offsets.empty()) out.offsets[ud] = q.offsets[us];
-  });
-  if (tb != 0)
-    std::memcpy(out.scales.data() + static_cast<std::size_t>(np) * sb,
-                q.scales.data() + (q.scales.size() - tb), tb);
+  detail::fill_params(q, out, np, [&](auto f) { detail::table_walk(param, f); });
   return out;
 }
 

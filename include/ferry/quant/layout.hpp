@@ -85,36 +85,50 @@ struct Remap {
   std::int64_t param_base = 0;
 };
 
-inline QuantizedParts apply_remap(const QuantizedParts& q, Scheme scheme, Shape shape,
-                                  const Remap& m) {
-  QuantizedParts out;
-  out.scheme = std::move(scheme);
-  out.shape = std::move(shape);
+/// out.data: values of `q` picked by `walk`, which calls f(dst, src) once per element of the
+/// result (out.scheme and out.shape set).
+template <class Walk>
+void fill_values(const QuantizedParts& q, QuantizedParts& out, Walk&& walk) {
   const int slot = slot_bits(q.scheme.value, q.scheme.storage);
   const std::int64_t n_in = q.shape.numel(), n_out = out.shape.numel();
   std::vector<std::int32_t> v(static_cast<std::size_t>(n_in)), w(static_cast<std::size_t>(n_out));
   unpack_range(slot, is_signed(q.scheme.value),
                reinterpret_cast<const unsigned char*>(q.data.data()), 0, n_in, v.data());
-  strided_walk(out.shape.dims(), m.elem_strides, m.elem_base, [&](std::int64_t d, std::int64_t s) {
+  walk([&](std::int64_t d, std::int64_t s) {
     w[static_cast<std::size_t>(d)] = v[static_cast<std::size_t>(s)];
   });
   alloc_zeroed(out.data, data_bytes(out.scheme, n_out));
   pack_range(slot, w.data(), 0, n_out, reinterpret_cast<unsigned char*>(out.data.data()));
+}
 
-  const std::size_t sb = scale_bytes(q.scheme.scale_type);
-  std::int64_t np = 1;
-  for (const std::int64_t g : m.param_dims) np *= g;
-  const std::size_t tb = tensor_scale_bytes(q.scheme);
+/// out.scales and out.offsets: `np` params of `q` picked by `walk` (f(dst, src) once per result
+/// param), then q's tensor scale as it is (the result holds some of the same elements).
+template <class Walk>
+void fill_params(const QuantizedParts& q, QuantizedParts& out, std::int64_t np, Walk&& walk) {
+  const std::size_t sb = scale_bytes(q.scheme.scale_type), tb = tensor_scale_bytes(q.scheme);
   out.scales.resize(static_cast<std::size_t>(np) * sb + tb);
   if (q.scheme.mode == Mode::affine) out.offsets.resize(static_cast<std::size_t>(np));
-  strided_walk(m.param_dims, m.param_strides, m.param_base, [&](std::int64_t d, std::int64_t s) {
+  walk([&](std::int64_t d, std::int64_t s) {
     const auto ud = static_cast<std::size_t>(d), us = static_cast<std::size_t>(s);
     std::memcpy(out.scales.data() + ud * sb, q.scales.data() + us * sb, sb);
     if (!out.offsets.empty()) out.offsets[ud] = q.offsets[us];
   });
-  if (tb != 0)  // the tensor scale, as it is (the result holds a subset of the same elements)
+  if (tb != 0)
     std::memcpy(out.scales.data() + static_cast<std::size_t>(np) * sb,
                 q.scales.data() + (q.scales.size() - tb), tb);
+}
+
+inline QuantizedParts apply_remap(const QuantizedParts& q, Scheme scheme, Shape shape,
+                                  const Remap& m) {
+  QuantizedParts out;
+  out.scheme = std::move(scheme);
+  out.shape = std::move(shape);
+  fill_values(q, out,
+              [&](auto f) { strided_walk(out.shape.dims(), m.elem_strides, m.elem_base, f); });
+  std::int64_t np = 1;
+  for (const std::int64_t g : m.param_dims) np *= g;
+  fill_params(q, out, np,
+              [&](auto f) { strided_walk(m.param_dims, m.param_strides, m.param_base, f); });
   return out;
 }
 

@@ -151,31 +151,24 @@ inline QuantizedParts apply_dim_maps(const char* op, const QuantizedParts& q, Sc
   QuantizedParts out;
   out.scheme = std::move(scheme);
   out.shape = std::move(to);
-  const int slot = slot_bits(q.scheme.value, q.scheme.storage);
-  const std::int64_t n_in = q.shape.numel(), n_out = out.shape.numel();
-  std::vector<std::int32_t> v(static_cast<std::size_t>(n_in)), w(static_cast<std::size_t>(n_out));
-  unpack_range(slot, is_signed(q.scheme.value),
-               reinterpret_cast<const unsigned char*>(q.data.data()), 0, n_in, v.data());
-  table_walk(elem, [&](std::int64_t d, std::int64_t s) {
-    w[static_cast<std::size_t>(d)] = v[static_cast<std::size_t>(s)];
-  });
-  alloc_zeroed(out.data, data_bytes(out.scheme, n_out));
-  pack_range(slot, w.data(), 0, n_out, reinterpret_cast<unsigned char*>(out.data.data()));
-
-  const std::size_t sb = scale_bytes(q.scheme.scale_type), tb = tensor_scale_bytes(q.scheme);
+  fill_values(q, out, [&](auto f) { table_walk(elem, f); });
   std::int64_t np = 1;
   for (const std::int64_t g : dst.grid) np *= g;
-  out.scales.resize(static_cast<std::size_t>(np) * sb + tb);
-  if (q.scheme.mode == Mode::affine) out.offsets.resize(static_cast<std::size_t>(np));
-  table_walk(param, [&](std::int64_t d, std::int64_t s) {
-    const auto ud = static_cast<std::size_t>(d), us = static_cast<std::size_t>(s);
-    std::memcpy(out.scales.data() + ud * sb, q.scales.data() + us * sb, sb);
-    if (!out.offsets.empty()) out.offsets[ud] = q.offsets[us];
-  });
-  if (tb != 0)
-    std::memcpy(out.scales.data() + static_cast<std::size_t>(np) * sb,
-                q.scales.data() + (q.scales.size() - tb), tb);
+  fill_params(q, out, np, [&](auto f) { table_walk(param, f); });
   return out;
+}
+
+/// IndexError unless every index is in [0, size of dim d of q) (negative ones are not wrapped).
+inline void check_index_range(const char* op, const QuantizedParts& q, std::size_t d,
+                              std::span<const std::int64_t> index) {
+  const std::int64_t n = q.shape[d];
+  for (std::size_t k = 0; k < index.size(); ++k)
+    if (index[k] < 0 || index[k] >= n)
+      ferry::detail::raise<IndexError>(
+          "quant.layout",
+          "{}: index {} at position {} is out of range for dim {} of shape {} (negative indices "
+          "are not wrapped)",
+          op, index[k], k, d, q.shape);
 }
 
 inline std::vector<std::int64_t> iota_coords(std::int64_t n) {
@@ -261,14 +254,7 @@ inline QuantizedParts q_select(const QuantizedParts& q, std::int64_t dim,
   q.validate();
   const std::size_t r = q.shape.rank(), d = detail::norm_axis(dim, r, op);
   check_select(q.scheme, q.shape, d);
-  const std::int64_t n = q.shape[d];
-  for (std::size_t k = 0; k < index.size(); ++k)
-    if (index[k] < 0 || index[k] >= n)
-      ferry::detail::raise<IndexError>(
-          "quant.layout",
-          "{}: index {} at position {} is out of range for dim {} of shape {} (negative indices "
-          "are not wrapped)",
-          op, index[k], k, d, q.shape);
+  detail::check_index_range(op, q, d, index);
   std::vector<detail::DimMap> maps(r);
   for (std::size_t i = 0; i < r; ++i) {
     maps[i].src = static_cast<std::int64_t>(i);
