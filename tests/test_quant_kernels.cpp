@@ -1070,3 +1070,83 @@ TEST_CASE("symmetric_full: the lowest signed code is used, as PyTorch's symmetri
     }
   }
 }
+
+TEST_CASE("codebooks: NF4 and tables of one's own, nearest value, exactly", "[quant][codebook]") {
+  using ferry_test::Contains;
+  const Scheme nf4 = Scheme::nf4();
+  REQUIRE(fmt::format("{}", nf4) ==
+          "uint4 symmetric per_block[64] packed_u8 scale=f32 codebook[16]");
+  REQUIRE_NOTHROW(nf4.validate());
+  // The index of the table value nearest t, a tie to the smaller value (brute force, double).
+  const auto nearest = [](const std::vector<float>& t, double v) {
+    std::size_t best = 0;
+    for (std::size_t i = 1; i < t.size(); ++i)
+      if (std::fabs(t[i] - v) < std::fabs(t[best] - v)) best = i;
+    return static_cast<std::int32_t>(best);
+  };
+  SECTION("quantize_dynamic: absmax per block of 64, codes by brute force") {
+    const Shape shape{3, 160};  // blocks of 64, 64, 32 per row
+    std::mt19937 gen(9);
+    std::normal_distribution<float> nd(0.0f, 1.5f);
+    std::vector<float> x(480);
+    for (auto& e : x) e = nd(gen);
+    for (int i = 64; i < 128; ++i) x[static_cast<std::size_t>(i)] = 0.0f;  // a zero block
+    const auto q = quantize_dynamic(nf4, shape, x);
+    const auto codes = values(q);
+    std::vector<float> deq(480);
+    dequantize(q, deq);
+    for (std::int64_t i = 0; i < 480; ++i) {
+      CAPTURE(i);
+      const std::int64_t row = i / 160, blk = i % 160 / 64;
+      float amax = 0;
+      for (std::int64_t j = blk * 64; j < std::min<std::int64_t>(160, blk * 64 + 64); ++j)
+        amax = std::max(amax, std::fabs(x[static_cast<std::size_t>(row * 160 + j)]));
+      const float scale = amax == 0 ? 1.0f : amax;  // NF4's largest magnitude is 1
+      REQUIRE(q.scale(row * 3 + blk) == scale);
+      const std::int32_t c =
+          nearest(nf4.codebook, static_cast<double>(x[static_cast<std::size_t>(i)] / scale));
+      REQUIRE(codes[static_cast<std::size_t>(i)] == c);
+      REQUIRE(deq[static_cast<std::size_t>(i)] ==
+              nf4.codebook[static_cast<std::size_t>(c)] * scale);
+    }
+  }
+  SECTION("given scales: ties, NaN, infinities; a table of one's own on u2") {
+    const Scheme s = Scheme::of(ValueType::u2).packed_u8().codebook_of({-2.0f, -0.5f, 0.5f, 3.0f});
+    // x / 1: -1.25 is halfway between -2 and -0.5 (tie: the smaller), 1.75 halfway between 0.5
+    // and 3, NaN -> the value nearest 0 (-0.5 or 0.5: the smaller), +-inf -> the ends.
+    const std::vector<float> x{-1.25f,   1.75f, std::nanf(""), -INFINITY,
+                               INFINITY, 0.6f,  -9.0f,         2.9f};
+    const auto q = quantize(s, Shape{8}, x, std::vector<float>{1.0f}, {});
+    REQUIRE(values(q) == std::vector<std::int32_t>{0, 2, 1, 0, 3, 2, 0, 3});
+    // Four 2-bit codes per byte, the first in the low bits: 0 | 2 << 2 | 1 << 4 | 0 << 6.
+    REQUIRE(std::to_integer<int>(q.data[0]) == 0x18);
+    std::vector<float> deq(8);
+    dequantize(q, deq);
+    REQUIRE(deq == std::vector<float>{-2, 0.5f, -0.5f, -2, 3, 0.5f, -2, 3});
+    // quantize_dynamic: the largest magnitude is 3.
+    const auto d = quantize_dynamic(s, Shape{4}, std::vector<float>{6.0f, -4.0f, 1.0f, 0.0f});
+    REQUIRE(d.scale(0) == 2.0f);
+    REQUIRE(values(d) == std::vector<std::int32_t>{3, 0, 2, 1});  // 3, -2, 0.5, 0 -> -0.5 (tie)
+  }
+  SECTION("what a codebook must be") {
+    const auto u4 = Scheme::of(ValueType::u4);
+    std::vector<float> t(16);
+    for (int i = 0; i < 16; ++i) t[static_cast<std::size_t>(i)] = static_cast<float>(i);
+    REQUIRE_NOTHROW(u4.codebook_of(t).validate());
+    REQUIRE_THROWS_MATCHES(Scheme::of(ValueType::i4).codebook_of(t).validate(), ferry::QuantError,
+                           Contains("a codebook indexes with unsigned values"));
+    REQUIRE_THROWS_MATCHES(u4.affine().codebook_of(t).validate(), ferry::QuantError,
+                           Contains("a codebook scheme is symmetric"));
+    REQUIRE_THROWS_MATCHES(Scheme::of(ValueType::u8).codebook_of(t).validate(), ferry::QuantError,
+                           Contains("the codebook holds 16 values; uint8 indexes exactly 256"));
+    auto bad = t;
+    bad[5] = bad[4];
+    REQUIRE_THROWS_MATCHES(u4.codebook_of(bad).validate(), ferry::QuantError,
+                           Contains("codebook values 4 and 5 (4, 4) are not strictly ascending"));
+    bad = t;
+    bad[3] = INFINITY;
+    REQUIRE_THROWS_MATCHES(u4.codebook_of(bad).validate(), ferry::QuantError,
+                           Contains("codebook value 3 is inf"));
+    REQUIRE(u4.codebook_of(t) != u4.codebook_of(bad));  // the table is part of the scheme
+  }
+}

@@ -50,6 +50,7 @@ std::vector<Scheme> all_schemes() {
             if (g != 0 && sc == ScaleType::f16)
               out.push_back(out.back().tensor_scales(ScaleType::ue8m0));
           }
+  out.push_back(Scheme::nf4());  // a codebook: the table travels in the scheme
   return out;
 }
 }  // namespace
@@ -65,7 +66,7 @@ TEST_CASE("every scheme moves device 0 -> 1 -> 0 bit-exact and dequantizes ident
   // symmetric_full: the 3 signed integer types, less packed_u8 of int8.
   constexpr std::size_t per_scale_type =
       6 * 2 * 4 * 3 - 2 * 2 * 4 + (2 * 2 + 3) * 4 + (3 * 4 * 3 - 4);
-  REQUIRE(schemes.size() == per_scale_type * 5 + per_scale_type / 4 * 3 * 2);
+  REQUIRE(schemes.size() == per_scale_type * 5 + per_scale_type / 4 * 3 * 2 + 1);
   for (const auto& s : schemes) {
     CAPTURE(fmt::format("{}", s));
     auto q = ferry::quantize_dynamic(x, s);
@@ -152,7 +153,7 @@ TEST_CASE("matmul with quantized weights equals dequantize-then-matmul") {
       Scheme::of(ValueType::e4m3).per_block({32}),
       Scheme::of(ValueType::e2m1).per_block({32}).packed_u8().scales(ScaleType::bf16),
       Scheme::mxfp4(), Scheme::of(ValueType::u8).affine().per_axis(1).scales(ScaleType::ue4m3),
-      Scheme::nvfp4(),
+      Scheme::nvfp4(), Scheme::nf4(),
       Scheme::of(ValueType::i4)
           .per_block({32})
           .packed_u8()

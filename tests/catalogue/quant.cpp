@@ -77,6 +77,16 @@ TEST_CASE("quant: a two-level scheme given no tensor scale", "[quant]") {
   w.check_intact();
 }
 
+TEST_CASE("quant: a codebook that is not ascending", "[quant]") {
+  World w(CATALOGUE_MODES);
+  REQUIRE_RAISES(quantize_dynamic(w.get("f32"),
+                                  Scheme::of(ValueType::u2).codebook_of({0.0f, 1.0f, 0.5f, 2.0f})),
+                 QuantError,
+                 "invalid scheme 'uint2 symmetric per_tensor native scale=f32 codebook[4]': "
+                 "codebook values 1 and 2 (1, 0.5) are not strictly ascending");
+  w.check_intact();
+}
+
 TEST_CASE("quant: per_block with an empty block shape", "[quant]") {
   World w(CATALOGUE_MODES);
   REQUIRE_RAISES(quantize_dynamic(w.get("f32"), Scheme::of(ValueType::i8).per_block({})),

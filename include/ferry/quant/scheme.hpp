@@ -6,6 +6,7 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
@@ -235,6 +236,10 @@ struct Scheme {
   /// (block scale) * (tensor scale), rounded once, and all arithmetic uses that product. Not
   /// with per_tensor granularity (it would be a second scale for the same elements).
   std::optional<ScaleType> tensor_scale;
+  /// Codebook mode: when not empty, a stored value (u8, u4 or u2) is an index into this table
+  /// of 2^bits floats, strictly ascending, and `x = codebook[q] * scale` (symmetric only), e.g.
+  /// NF4's 16 values. The table is part of the scheme, so it travels with every tensor.
+  std::vector<float> codebook;
 
   static Scheme of(ValueType v) {
     Scheme s;
@@ -261,6 +266,28 @@ struct Scheme {
     s.storage = Storage::packed_u8;
     s.scale_type = ScaleType::ue4m3;
     s.tensor_scale = ScaleType::f32;
+    return s;
+  }
+  /// QLoRA's NF4 (bitsandbytes): 4-bit indices into the 16 NormalFloat values, two per byte,
+  /// an f32 absmax scale per block of 64.
+  static Scheme nf4() {
+    Scheme s = of(ValueType::u4).per_block({64}).packed_u8();
+    s.codebook = {-1.0f,
+                  -0.6961928009986877f,
+                  -0.5250730514526367f,
+                  -0.39491748809814453f,
+                  -0.28444138169288635f,
+                  -0.18477343022823334f,
+                  -0.09105003625154495f,
+                  0.0f,
+                  0.07958029955625534f,
+                  0.16093020141124725f,
+                  0.24611230194568634f,
+                  0.33791524171829224f,
+                  0.44070982933044434f,
+                  0.5626170039176941f,
+                  0.7229568362236023f,
+                  1.0f};
     return s;
   }
   [[nodiscard]] Scheme symmetric() const {
@@ -305,6 +332,12 @@ struct Scheme {
   }
   [[nodiscard]] Scheme scales(ScaleType t) const {
     return with([t](Scheme& s) { s.scale_type = t; });
+  }
+  /// Codebook mode with this table (empty: plain values again); see `codebook`.
+  [[nodiscard]] Scheme codebook_of(std::vector<float> table) const {
+    Scheme s = *this;
+    s.codebook = std::move(table);
+    return s;
   }
   /// Adds (or, with std::nullopt, removes) the second level: one scale of type `t` per tensor.
   [[nodiscard]] Scheme tensor_scales(std::optional<ScaleType> t) const {
@@ -384,6 +417,7 @@ struct fmt::formatter<ferry::quant::Scheme> : ferry::detail::TextFormatter {
     std::string out =
         fmt::format("{} {} {} {} scale={}", s.value, s.mode, g, s.storage, s.scale_type);
     if (s.tensor_scale) out += fmt::format(" tensor_scale={}", *s.tensor_scale);
+    if (!s.codebook.empty()) out += fmt::format(" codebook[{}]", s.codebook.size());
     return write(out, ctx);
   }
 };
@@ -425,6 +459,22 @@ inline void Scheme::validate() const {
     bad("packed_u8 storage of 8-bit values is the native layout; use native");
   if (is_float(value) && mode == Mode::affine)
     bad(fmt::format("{} values are symmetric only (a float code has no zero point)", value));
+  if (!codebook.empty()) {
+    if (is_signed(value) || is_float(value))
+      bad(fmt::format("a codebook indexes with unsigned values (u8, u4, u2), not {}", value));
+    if (mode != Mode::symmetric) bad("a codebook scheme is symmetric (x = codebook[q] * scale)");
+    const std::size_t want = std::size_t{1} << bits(value);
+    if (codebook.size() != want)
+      bad(fmt::format("the codebook holds {} values; {} indexes exactly {}", codebook.size(), value,
+                      want));
+    for (std::size_t i = 0; i < codebook.size(); ++i) {
+      if (!std::isfinite(codebook[i]))
+        bad(fmt::format("codebook value {} is {}; the values must be finite", i, codebook[i]));
+      if (i > 0 && !(codebook[i - 1] < codebook[i]))
+        bad(fmt::format("codebook values {} and {} ({}, {}) are not strictly ascending", i - 1, i,
+                        codebook[i - 1], codebook[i]));
+    }
+  }
   if (mode == Mode::symmetric_full && !is_signed(value))
     bad(
         fmt::format("symmetric_full needs a signed integer value type; {} has no lowest code to "

@@ -295,10 +295,10 @@ FERRY_FUNC bool linear_packed(const QuantizedParts& w, std::span<const float> x,
         x.size(), y.size(), M, K, M, N);
 #ifdef FERRY_QUANT_AVX2
   if (M == 0 || N == 0 || K == 0 || K % 32 != 0 || !detail::has_avx2_fma()) return false;
-  // Float codes: e2m1 (MXFP4, NVFP4) reads as integers (twice its values); FP8 is decoded by
-  // the tiles.
+  // Float codes: e2m1 (MXFP4, NVFP4) reads as integers (twice its values); FP8 codes and
+  // codebook indices are decoded by the tiles.
   const bool e2m1 = w.scheme.value == ValueType::e2m1;
-  if (is_float(w.scheme.value) && !e2m1) return false;
+  if ((is_float(w.scheme.value) && !e2m1) || !w.scheme.codebook.empty()) return false;
   const int slot = detail::slot_bits(w.scheme.value, w.scheme.storage);
   if (slot != 8 && slot != 4) return false;
   const detail::Canon c = detail::make_canon(w.scheme, w.shape);

@@ -41,8 +41,25 @@ struct KernelArgs {
   ValueType value;
   int slot;
   std::int32_t qmn, qmx;
-  const float* lut = nullptr;  // float value types: the value of each code (else null)
+  const float* lut = nullptr;  // float value types and codebooks: the value of each code
   MinifloatFormat fmt{0, 0, 0, false, false, 0, 0};
+  std::size_t book = 0;  // codebooks: the table's size (lut is the table); 0 for float types
+
+  /// The code of x / s: a float type's encode, or the codebook's nearest value.
+  [[nodiscard]] std::uint32_t encode(float v) const noexcept {
+    return book != 0 ? book_encode(lut, book, v) : minifloat_encode(fmt, v);
+  }
+  /// The index of the codebook value nearest v (compared in double, so exactly); a tie goes
+  /// to the smaller value (bitsandbytes' thresholds compare with >), NaN to the value nearest
+  /// 0, and +-inf to the ends.
+  static std::uint32_t book_encode(const float* t, std::size_t n, float v) noexcept {
+    if (v != v) v = 0.0f;
+    const float* hi = std::lower_bound(t, t + n, v);  // the first value >= v
+    if (hi == t) return 0;
+    if (hi == t + n) return static_cast<std::uint32_t>(n - 1);
+    const double d_hi = static_cast<double>(*hi) - v, d_lo = v - static_cast<double>(hi[-1]);
+    return static_cast<std::uint32_t>((d_hi < d_lo ? hi : hi - 1) - t);
+  }
 };
 
 /// Quantizes x[begin, end) (indices into the whole tensor) into the packed stream `out`;
@@ -58,16 +75,16 @@ inline void quantize_range(const KernelArgs& a, const float* x, std::int64_t beg
     // float codes and sub-byte values pass through the int32 tile.
     for (std::int64_t k = 0; k < n;) {
       const Run r = cur.next(n - k);
-      if (a.lut != nullptr) {  // float value types: code = encode(x / s)
+      if (a.lut != nullptr) {  // float value types and codebooks: code = encode(x / s)
         const float* xr = x + e + k;
         if (!r.per_element) {
           const float s = a.params.scale(r.param);
           for (std::int64_t i = 0; i < r.len; ++i)
-            q[k + i] = static_cast<std::int32_t>(minifloat_encode(a.fmt, xr[i] / s));
+            q[k + i] = static_cast<std::int32_t>(a.encode(xr[i] / s));
         } else {
           a.params.decode(r.param, r.len, sc, off);
           for (std::int64_t i = 0; i < r.len; ++i)
-            q[k + i] = static_cast<std::int32_t>(minifloat_encode(a.fmt, xr[i] / sc[i]));
+            q[k + i] = static_cast<std::int32_t>(a.encode(xr[i] / sc[i]));
         }
         if (a.slot == 8) pack_range(8, q + k, e + k, r.len, out);
       } else if (!r.per_element) {
@@ -178,6 +195,8 @@ inline void calibrate_range(const Canon& c, const float* x, std::int64_t begin, 
 /// type's), or (qmax - qmin) / 2 over the full signed range (127.5 for int8, as PyTorch's
 /// symmetric observers: -max|x| lands on -128, +max|x| saturates to 127).
 inline float symmetric_top(const Scheme& s) {
+  if (!s.codebook.empty())  // the table's largest magnitude (NF4: 1)
+    return std::max(std::fabs(s.codebook.front()), std::fabs(s.codebook.back()));
   if (s.mode == Mode::symmetric_full)
     return static_cast<float>(qmax(s.value, s.mode) - qmin(s.value, s.mode)) / 2.0f;
   return max_value(s.value);
@@ -197,7 +216,8 @@ class Finalizer {
         qx_(qmax(parts.scheme.value, parts.scheme.mode)),
         top_(symmetric_top(parts.scheme)),
         affine_(parts.scheme.mode == Mode::affine),
-        signed_(is_signed(parts.scheme.value) || is_float(parts.scheme.value)),
+        signed_(is_signed(parts.scheme.value) || is_float(parts.scheme.value) ||
+                (!parts.scheme.codebook.empty() && parts.scheme.codebook.front() < 0.0f)),
         smallest_(smallest_normal(type_)),
         two_level_(parts.scheme.tensor_scale.has_value()),
         outer_(parts.tensor_scale()),
@@ -343,7 +363,10 @@ inline KernelArgs kernel_args(const QuantizedParts& p, const Canon& c) {
                slot_bits(p.scheme.value, p.scheme.storage),
                qmin(p.scheme.value, p.scheme.mode),
                qmax(p.scheme.value, p.scheme.mode)};
-  if (is_float(p.scheme.value)) {
+  if (!p.scheme.codebook.empty()) {
+    a.lut = p.scheme.codebook.data();
+    a.book = p.scheme.codebook.size();
+  } else if (is_float(p.scheme.value)) {
     a.lut = minifloat_table(p.scheme.value);
     a.fmt = minifloat_format(p.scheme.value);
   }
