@@ -265,6 +265,13 @@ class Driver {
     }
     if (((s.a[1] >> 4) & 3) == 2) sc = sc.tensor_scales(q::ScaleType::f32);  // two levels
     if (((s.a[1] >> 4) & 3) == 3) sc = sc.tensor_scales(q::ScaleType::ue8m0);
+    // A codebook of 2^bits ascending values (invalid on signed and float values).
+    if (((s.a[2] >> 3) & 7) == 7) {
+      std::vector<float> t(std::size_t{1} << q::bits(sc.value));
+      for (std::size_t i = 0; i < t.size(); ++i)
+        t[i] = (static_cast<float>(i) - static_cast<float>(t.size() / 2)) * 0.37f;
+      sc = sc.codebook_of(std::move(t));
+    }
     return sc.scales(static_cast<q::ScaleType>((s.a[2] >> 5) % 5));
   }
 
