@@ -252,6 +252,12 @@ TEST_CASE("sort and topk of 0-d and empty tensors, and what the router records")
   CHECK(sort(e, 1).values.shape() == Shape{0, 3});
   CHECK(topk(e, 0, 0).indices.shape() == Shape{0, 3});
   CHECK(cummin_with_indices(e, 1).indices.shape() == Shape{0, 3});
+  // Empty with a huge dim: no index table of 2^40 entries (found by fuzz_ops).
+  const auto huge = r.zeros(Shape{0, std::int64_t{1} << 40}, DType::f32, D0);
+  const auto [hv, hi] = cummax_with_indices(huge, 1);
+  CHECK(hv.shape() == huge.shape());
+  CHECK(hi.shape() == huge.shape());
+  CHECK(hi.dtype() == DType::i64);
   r.sync();
   bool seen = false;
   for (const auto& ev : r.trace())

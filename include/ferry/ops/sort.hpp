@@ -95,6 +95,10 @@ ValuesIndices<B> cum_with_indices(ScanKind k, Tensor<B> x, std::int64_t dim) {
   }
   const std::size_t d = x.shape().axis(dim, op);
   const std::int64_t n = x.shape()[d];
+  if (x.numel() == 0) {  // no index table: the dim may be huge when another is 0 (fuzz_ops)
+    auto i = full_on(x, op, x.shape(), Scalar(0), DType::i64);
+    return {scan(k, std::move(x), static_cast<std::int64_t>(d)), std::move(i)};
+  }
   auto v = scan(k, x, static_cast<std::int64_t>(d));
   auto hit = equal(x, v);
   if (kind_of(x.dtype()) == Kind::Float) hit = logical_or(std::move(hit), isnan(std::move(x)));
