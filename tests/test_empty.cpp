@@ -14,6 +14,7 @@
 #include "ops_support.hpp"
 
 using namespace ops_test;
+using ferry::PadMode;
 using ferry::Range;
 using ferry::Scalar;
 using ferry::quant::Scheme;
@@ -289,6 +290,16 @@ TEST_CASE("valid sizes at the limits of int64: empty tensors with huge dims, ste
                                 Scheme::of(ValueType::i8).per_block({1, 4}));
   same<float>(dequantize(q_permute(qe, {1, 0, 2})), {k62, 0, 8}, {});
   same<float>(dequantize(q_flip(q_permute(qe, {1, 0, 2}), {1})), {k62, 0, 8}, {});
+  // Ops that build a host table along one dim build none for an empty tensor (cummax's index
+  // table of 2^33 entries: found by fuzz_ops): triu/tril, reflect/replicate pad, cummax.
+  const T f = r.zeros({0, k62}, DType::f32, D0);
+  same<float>(triu(f), {0, k62}, {});
+  same<float>(tril(r.zeros({k62, 0}, DType::f32, D0), 1), {k62, 0}, {});
+  same<float>(pad(f, {3, 2}, PadMode::reflect), {0, k62 + 5}, {});
+  same<float>(pad(f, {1, 0}, PadMode::replicate), {0, k62 + 1}, {});
+  same<std::int64_t>(cummin_with_indices(f, 1).indices, {0, k62}, {});
+  REQUIRE_THROWS_AS(pad(r.zeros({0, kMax - 1}, DType::f32, D0), {0, 2}, PadMode::replicate),
+                    ferry::ShapeError);
 
   // Steps and bounds near 2^63: the slice is what Python's slicing gives.
   same<float>(slice(x23, {Range{0, 2, kMax}}), {1, 3}, {1, 2, 3});

@@ -186,6 +186,7 @@ template <Backend B>
 Tensor<B> band(const char* op, Tensor<B> x, std::int64_t diagonal, bool upper) {
   (void)common_device(op, x);
   not_quantized(op, x.dtype());
+  if (x.rank() >= 2 && x.numel() == 0) return x;  // nothing to mask; no [M, N] tables either
   auto mask = tri_mask(x, op, diagonal, upper);
   auto zero = full_on(x, op, Shape{}, Scalar(0), x.dtype());
   return where(std::move(mask), std::move(x), std::move(zero));
@@ -275,6 +276,17 @@ template <Backend B>
           "shape", "pad: {} padding of {} and {} needs dim {} of shape {} to be {}",
           mode == PadMode::reflect ? "reflect" : "replicate", before, after, d, x.shape(),
           mode == PadMode::reflect ? "larger than each pad" : "non-empty");
+    if (x.numel() == 0) {  // no index table (the dim may be huge when another is 0)
+      const auto grown = detail::add_i64(n, before);
+      const auto total = grown ? detail::add_i64(*grown, after) : std::nullopt;
+      if (!total)
+        detail::raise<ShapeError>("shape",
+                                  "pad: dim {} of shape {} padded by {} and {} passes "
+                                  "2^63 - 1",
+                                  d, x.shape(), before, after);
+      x = detail::full_on(x, "pad", detail::with_dim(x.shape(), d, *total), Scalar(0), x.dtype());
+      continue;
+    }
     // The source index of every output position, computed here; one index_select.
     std::vector<std::int64_t> idx;
     for (std::int64_t i = -before; i < n + after; ++i) {
